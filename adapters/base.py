@@ -1,0 +1,46 @@
+"""What every provider adapter knows: how to find, start and resume one CLI. Pure functions of
+their inputs: no filesystem, tmux, SQLite or environment reads (identity.py does the looking)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+
+@dataclass(frozen=True)
+class Adapter:
+    provider: str
+    # Environment variables that relocate the CLI's state, as paths relative to HOME.
+    home_env: dict[str, str] = field(default_factory=dict)
+    # Directories (relative to HOME) that must exist before the CLI starts.
+    home_dirs: tuple[str, ...] = ()
+    # The CLI keeps its install next to its entry point (a bundled node, rg, ...), so expose the
+    # whole directory of the real executable, not only the file.
+    install_root_is_dir: bool = False
+
+    def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
+        """Paths that may hold the real executable behind what PATH found; the first that exists
+        wins, and `found` itself is the fallback."""
+        return []
+
+    def new_native_id(self) -> str | None:
+        """A session id picked up front, when the CLI accepts one."""
+        return None
+
+    def start_argv(self, exe: list[str], native_id: str | None, extra: list[str]) -> list[str]:
+        return [*exe, *extra]
+
+    def resume_argv(self, exe: list[str], native_id: str | None, extra: list[str]) -> list[str]:
+        return [*exe, *extra]
+
+    def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
+        """Non-secret variables the adapter sets (values are fingerprinted). In isolated mode the
+        CLI's state is pointed into the private home, which is mounted at HOME."""
+        if mode != "isolated":
+            return {}
+        return {name: f"{home}/{rel}" for name, rel in self.home_env.items()}
+
+
+def new_uuid() -> str:
+    return str(uuid.uuid4())

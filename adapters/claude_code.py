@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from .base import Adapter, new_uuid
+
+_PKGS = {"x86_64": "claude-code-linux-x64", "aarch64": "claude-code-linux-arm64", "arm64": "claude-code-darwin-arm64"}
+
+
+@dataclass(frozen=True)
+class ClaudeCode(Adapter):
+    def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
+        # bin/claude.exe is normally the native binary hard-linked by the postinstall; when the
+        # postinstall did not run it is a shell stub, and the binary sits in the platform package.
+        if found.name != "claude.exe" or machine not in _PKGS:
+            return []
+        root = found.parent.parent  # .../node_modules/@anthropic-ai/claude-code
+        rel = PurePosixPath(_PKGS[machine], "claude")
+        return [root / "node_modules" / "@anthropic-ai" / rel, root.parent / rel]
+
+    def new_native_id(self) -> str | None:
+        return new_uuid()
+
+    def start_argv(self, exe, native_id, extra):
+        return [*exe, *(["--session-id", native_id] if native_id else []), *extra]
+
+    def resume_argv(self, exe, native_id, extra):
+        return [*exe, *(["--resume", native_id] if native_id else ["--continue"])]
+
+    def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
+        env = super().env(home, mode, uid)
+        if mode == "isolated":
+            env["CLAUDE_CODE_TMPDIR"] = f"{home}/.claude/tmp"
+        if mode != "compatibility" and uid == 0:
+            # Claude refuses bypass-permissions as uid 0 unless told it is sandboxed; it is.
+            env["IS_SANDBOX"] = "1"
+        return env
+
+
+ADAPTER = ClaudeCode(
+    provider="claude-code",
+    home_env={"CLAUDE_CONFIG_DIR": ".claude"},
+    home_dirs=(".claude", ".claude/tmp"),
+)

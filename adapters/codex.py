@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from .base import Adapter
+
+_TRIPLES = {
+    "x86_64": ("codex-linux-x64", "x86_64-unknown-linux-musl"),
+    "aarch64": ("codex-linux-arm64", "aarch64-unknown-linux-musl"),
+    "arm64": ("codex-darwin-arm64", "aarch64-apple-darwin"),
+}
+
+
+@dataclass(frozen=True)
+class Codex(Adapter):
+    def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
+        # npm installs bin/codex.js, a Node launcher that execve()s the native binary shipped in
+        # the optional dependency @openai/codex-<platform>; run that binary directly.
+        if found.name != "codex.js" or machine not in _TRIPLES:
+            return []
+        pkg, triple = _TRIPLES[machine]
+        root = found.parent.parent  # .../node_modules/@openai/codex
+        rel = PurePosixPath(pkg, "vendor", triple, "bin", "codex")
+        return [root / "node_modules" / "@openai" / rel, root.parent / rel]
+
+    def start_argv(self, exe, native_id, extra):
+        return [*exe, "--no-daemon", *extra]
+
+    def resume_argv(self, exe, native_id, extra):
+        # --last filters by cwd, so the jail always presents the same workspace path.
+        return [*exe, "--no-daemon", "resume", native_id or "--last"]
+
+
+ADAPTER = Codex(provider="codex", home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",))

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import Adapter
+
+
+@dataclass(frozen=True)
+class Cursor(Adapter):
+    def resume_argv(self, exe, native_id, extra):
+        return [*exe, *(["--resume", native_id] if native_id else ["--continue"])]
+
+
+# ~/.local/bin/cursor-agent links into ~/.local/share/cursor-agent/versions/<ver>/, a bash wrapper
+# beside its bundled node and index.js: the whole version directory is the install root.
+ADAPTER = Cursor(
+    provider="cursor",
+    home_env={"CURSOR_CONFIG_DIR": ".cursor"},
+    home_dirs=(".cursor",),
+    install_root_is_dir=True,
+)

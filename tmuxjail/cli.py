@@ -1,0 +1,299 @@
+"""Command line: parse, call sessions, render text or JSON, map errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+EPILOG = """examples:
+  tmuxjail start shell --mode isolated             a jailed login shell with a private home
+  tmuxjail start codex --mode isolated --workspace ~/src/app --name app
+  tmuxjail list                                    sessions, their modes and status
+  tmuxjail resume app                              reattach, or relaunch the CLI's own resume
+
+exit codes: 0 ok, 1 error, 2 usage or bad input, 3 resume refused,
+            4 approval/capability/allowed mode missing, 5 sandbox unavailable"""
+
+PROVIDERS = ("codex", "claude-code", "cursor", "pi", "shell")
+MODES = ("compatibility", "isolated", "verified")
+
+
+def _parser():
+    import argparse
+
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("tmux server")
+    g.add_argument("-L", dest="socket_name", metavar="SOCKET_NAME", default=argparse.SUPPRESS,
+                   help="tmux server socket name (as tmux -L)")
+    g.add_argument("-S", dest="socket_path", metavar="SOCKET_PATH", default=argparse.SUPPRESS,
+                   help="tmux server socket path (as tmux -S)")
+    g.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="also print log lines on stderr")
+
+    p = argparse.ArgumentParser(
+        prog="tmuxjail", parents=[common], epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run coding-agent CLIs in tmux panes whose own process is a sandbox.")
+    p.add_argument("--version", action="store_true", help="print the version")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def cmd(name, help, example):
+        return sub.add_parser(name, parents=[common], help=help, description=help,
+                              epilog="example:\n  " + example,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    s = cmd("start", "start a CLI in a new jailed tmux pane",
+            "tmuxjail start codex --mode isolated --workspace ~/src/app --name app -- --model o4")
+    s.add_argument("provider", metavar="PROVIDER", help="one of: " + ", ".join(PROVIDERS))
+    s.add_argument("--mode", choices=MODES, help="security mode (default: from config, compatibility out of the box)")
+    s.add_argument("--workspace", action="append", default=[], metavar="DIR",
+                   help="writable workspace, same absolute path inside (repeatable; the first is the cwd; default: .)")
+    s.add_argument("--name", help="session name (default: PROVIDER-WORKSPACE-XXXX)")
+    s.add_argument("--env", dest="env_name", default="default", metavar="NAME",
+                   help="private-home environment for isolated mode (default: default)")
+    s.add_argument("--capability", action="append", default=[], metavar="ID",
+                   help="optional capability to add (verified mode)")
+    s.add_argument("--detach", action="store_true", help="do not attach or switch the client")
+    s.add_argument("--non-interactive", action="store_true", help="never prompt; fail instead")
+    s.add_argument("--dry-run", action="store_true", help="print the policy, fingerprint, pane command and sandbox argv; run nothing")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
+    r = cmd("resume", "reattach a live session, or relaunch the CLI's resume in the same jail", "tmuxjail resume app")
+    r.add_argument("name")
+    r.add_argument("--detach", action="store_true", help="do not attach or switch the client")
+    r.add_argument("--json", action="store_true", help="print JSON")
+
+    ls = cmd("list", "list sessions with their effective modes", "tmuxjail list --json")
+    ls.add_argument("--all", action="store_true", help="include stopped sessions")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+
+    sh = cmd("show", "show a session and its effective policy, in full", "tmuxjail show app --json")
+    sh.add_argument("name")
+    sh.add_argument("--json", action="store_true", help="print JSON")
+
+    st = cmd("stop", "stop a session (kills its tmux session; the record stays)", "tmuxjail stop app")
+    st.add_argument("name")
+    st.add_argument("--json", action="store_true", help="print JSON")
+
+    d = cmd("doctor", "check tmux, bubblewrap and user namespaces, and say how to fix them", "tmuxjail doctor")
+    d.add_argument("--json", action="store_true", help="print JSON")
+
+    c = cmd("completion", "print a shell completion script", 'eval "$(tmuxjail completion bash)"')
+    c.add_argument("shell", choices=("bash", "zsh"))
+
+    pr = cmd("profiles", "list the provider profiles", "tmuxjail profiles")
+    pr.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "start" in argv and "--" in argv[argv.index("start"):]:
+        i = argv.index("--", argv.index("start"))
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
+def _print_json(data) -> None:
+    import json
+
+    print(json.dumps(data, indent=2, sort_keys=True))
+
+
+def _short(fp: str | None) -> str:
+    return (fp[:19] + "…") if fp else "-"
+
+
+def _table(rows: list[dict]) -> str:
+    cols = ["NAME", "PROVIDER", "MODE", "STATUS", "FINGERPRINT", "WORKSPACE"]
+    body = []
+    for r in rows:
+        status = r["status"]
+        if status == "exited":
+            status = f"exited({r.get('exit_status', '?')})"
+        if status == "unjailed":
+            status = f"unjailed:{r.get('tmux_pane')}"
+        body.append([r["name"], r["provider"], r["mode"] or "-", status, _short(r["fingerprint"]), r["workspace"]])
+    widths = [max(len(str(x)) for x in col) for col in zip(cols, *body)]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in [cols, *body]]
+    return "\n".join(lines)
+
+
+def _session_text(d: dict) -> str:
+    lines = [f"{k}: {d.get(k)}" for k in ("name", "provider", "mode", "status", "fingerprint",
+                                          "workspace", "private_home", "tmux_session", "tmux_pane", "created_at")]
+    if d.get("failure"):
+        lines.append(f"failure: {d['failure']}")
+    return "\n".join(lines)
+
+
+def _policy_text(pol: dict) -> str:
+    out = []
+    for k, v in pol.items():
+        if isinstance(v, (list, tuple)) and v and not isinstance(v[0], (list, tuple)):
+            out.append(f"  {k}:")
+            out += [f"    {x}" for x in v]
+        elif isinstance(v, (list, tuple)) and v:
+            out.append(f"  {k}:")
+            out += [f"    {a}={b}" for a, b in v]
+        elif isinstance(v, dict):
+            out.append(f"  {k}:")
+            out += [f"    {a}: {b}" for a, b in v.items()]
+        else:
+            out.append(f"  {k}: {v}")
+    return "\n".join(out)
+
+
+def _attach(result: dict, json_out: bool) -> None:
+    import os
+
+    argv = result.get("attach")
+    if not argv:
+        return
+    if json_out or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        if not json_out:
+            print(f"attach with: {' '.join(argv[:1] + argv[1:])}")
+        return
+    sys.stdout.flush()
+    os.execv(argv[0], argv)
+
+
+def run(argv: list[str]) -> int:
+    from .errors import TmuxjailError
+
+    argv, passthrough = _split_passthrough(argv)
+    args = _parser().parse_args(argv)
+    if args.version:
+        from . import __version__
+
+        print(f"tmuxjail {__version__}")
+        return 0
+    if not args.command:
+        _parser().print_help()
+        return 2
+    json_out = getattr(args, "json", False)
+    try:
+        return _dispatch(args, passthrough, json_out)
+    except TmuxjailError as exc:
+        if json_out:
+            _print_json({"error": exc.message, "code": exc.code, "hint": exc.hint, **exc.data})
+        print(f"tmuxjail: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  {exc.hint}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug of ours: still one line, and the details go to the log
+        from . import log
+
+        log.warning("internal_error", error=repr(exc))
+        print(f"tmuxjail: internal error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        print("  rerun with -v, and report it with the log in the state directory", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
+    import os
+
+    from .tmux import Tmux
+
+    tmux = Tmux(getattr(args, "socket_name", None), getattr(args, "socket_path", None))
+    if args.command == "completion":
+        from .completion import script
+
+        print(script(args.shell))
+        return 0
+    if args.command == "doctor":
+        from . import doctor, paths
+
+        results = doctor.checks(tmux, paths.get().store, dict(os.environ))
+        failed = [c for c in results if c["required"] and not c["ok"]]
+        if json_out:
+            _print_json({"ok": not failed, "checks": results})
+        else:
+            for c in results:
+                mark = "ok  " if c["ok"] else ("FAIL" if c["required"] else "warn")
+                print(f"{mark}  {c['check']}: {c['detail']}")
+                if c["fix"]:
+                    print(f"      fix: {c['fix']}")
+        return 1 if failed else 0
+    if args.command == "profiles":
+        from . import profiles
+
+        data = [{"provider": p.provider, "profile_version": p.profile_version,
+                 "display_name": p.display_name, "certification": p.certification,
+                 "baseline": [p.capabilities[c].label for c in p.baseline]}
+                for p in map(profiles.load, profiles.available())]
+        if json_out:
+            _print_json(data)
+        else:
+            for d in data:
+                print(f"{d['provider']:12} v{d['profile_version']}  {d['certification']:15} {d['display_name']}")
+        return 0
+
+    from . import sessions
+
+    ctx = sessions.Context(tmux=tmux)
+    if args.command in ("start", "resume", "stop"):
+        from . import log
+
+        log.setup(ctx.paths.log_file, getattr(args, "verbose", False))
+    if args.command == "start":
+        opts = sessions.StartOptions(
+            provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace),
+            name=args.name, env_name=args.env_name, capabilities=tuple(args.capability),
+            detach=args.detach, non_interactive=args.non_interactive, dry_run=args.dry_run,
+            args=tuple(passthrough))
+        result = sessions.start(ctx, opts)
+        if args.dry_run:
+            if json_out:
+                _print_json(result)
+            else:
+                import shlex
+
+                print(f"mode: {result['mode']}\nfingerprint: {result['fingerprint']}\npolicy:")
+                print(_policy_text(result["policy"]))
+                print("pane command:\n  " + shlex.join(result["pane_command"]))
+                print("sandbox argv:\n  " + shlex.join(result["sandbox_argv"]))
+                print("environment names:\n  " + " ".join(result["env_names"]))
+            return 0
+        _print_json(result) if json_out else print(
+            f"started {result['name']} ({result['mode']}, {result['fingerprint']})")
+        _attach(result, json_out)
+        return 0
+    if args.command == "resume":
+        result = sessions.resume(ctx, args.name, detach=args.detach)
+        _print_json(result) if json_out else print(f"resumed {result['name']} ({result['mode']})")
+        _attach(result, json_out)
+        return 0
+    if args.command == "list":
+        rows = sessions.list_sessions(ctx, include_stopped=args.all)
+        if json_out:
+            _print_json(rows)
+        elif rows:
+            print(_table(rows))
+        else:
+            print("no sessions")
+        return 0
+    if args.command == "show":
+        d = sessions.show(ctx, args.name)
+        if json_out:
+            _print_json(d)
+        else:
+            print(_session_text(d))
+            print("policy:")
+            print(_policy_text(d["policy"] or {}))
+        return 0
+    if args.command == "stop":
+        d = sessions.stop(ctx, args.name)
+        _print_json(d) if json_out else print(f"stopped {d['name']}")
+        return 0
+    return 2
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv in (["--version"], ["-V"]):  # fast path: no argparse, nothing else imported
+        from . import __version__
+
+        print(f"tmuxjail {__version__}")
+        raise SystemExit(0)
+    raise SystemExit(run(argv))

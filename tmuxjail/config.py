@@ -1,0 +1,84 @@
+"""Operator config (TOML) and the modes it allows. A request can narrow, never widen."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import UsageError
+
+MODES = ("compatibility", "isolated", "verified")
+KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards"}
+
+
+@dataclass(frozen=True)
+class Config:
+    default_mode: str = "compatibility"
+    allowed_modes: tuple[str, ...] = MODES
+    allow_unguarded_compatibility: bool = False
+    executables: dict[str, str] = field(default_factory=dict)
+    accept_missing_guards: tuple[str, ...] = ()
+    source: str = "(defaults)"
+
+
+def parse(text: str, source: str, env_allowed: str | None = None) -> Config:
+    """Pure: config text (+ TMUXJAIL_ALLOWED_MODES) -> Config, or a one-line UsageError."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{source}: not valid TOML: {exc}") from None
+    unknown = set(raw) - KEYS
+    if unknown:
+        raise UsageError(f"{source}: unknown key {sorted(unknown)[0]!r}")
+    allowed = raw.get("allowed_modes", list(MODES))
+    if not isinstance(allowed, list) or not allowed or any(m not in MODES for m in allowed):
+        raise UsageError(f"{source}: allowed_modes: must be a non-empty list of {', '.join(MODES)}")
+    if env_allowed:
+        narrowed = [m.strip() for m in env_allowed.split(",") if m.strip()]
+        if any(m not in MODES for m in narrowed):
+            raise UsageError(f"TMUXJAIL_ALLOWED_MODES: must be a comma list of {', '.join(MODES)}")
+        allowed = [m for m in allowed if m in narrowed]  # can only narrow
+        if not allowed:
+            raise UsageError("TMUXJAIL_ALLOWED_MODES leaves no allowed mode")
+    default = raw.get("default_mode", "compatibility")
+    if default not in MODES:
+        raise UsageError(f"{source}: default_mode: must be one of {', '.join(MODES)}")
+    unguarded = raw.get("allow_unguarded_compatibility", False)
+    if not isinstance(unguarded, bool):
+        raise UsageError(f"{source}: allow_unguarded_compatibility: must be true or false")
+    accept = raw.get("accept_missing_guards", [])
+    if not isinstance(accept, list) or any(not isinstance(x, str) for x in accept):
+        raise UsageError(f"{source}: accept_missing_guards: must be a list of guard names")
+    executables: dict[str, str] = {}
+    providers = raw.get("providers", {})
+    if not isinstance(providers, dict):
+        raise UsageError(f"{source}: providers: must be a table")
+    for name, body in providers.items():
+        if not isinstance(body, dict) or set(body) - {"executable"}:
+            raise UsageError(f"{source}: providers.{name}: only 'executable' may be set")
+        exe = body.get("executable")
+        if exe is not None:
+            if not isinstance(exe, str) or not (exe.startswith("/") or exe.startswith("~/")):
+                raise UsageError(f"{source}: providers.{name}.executable: must be an absolute path")
+            executables[name] = exe
+    return Config(
+        default_mode=default,
+        allowed_modes=tuple(m for m in MODES if m in allowed),
+        allow_unguarded_compatibility=unguarded,
+        executables=executables,
+        accept_missing_guards=tuple(accept),
+        source=source,
+    )
+
+
+def load(path: Path) -> Config:
+    env_allowed = os.environ.get("TMUXJAIL_ALLOWED_MODES")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return parse("", "(defaults)", env_allowed)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the config: {getattr(exc, 'strerror', None) or exc}") from None
+    return parse(text, str(path), env_allowed)

@@ -1,0 +1,65 @@
+"""`tmuxjail doctor`: what works here, what does not, and the exact command that fixes it."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from .tmux import MIN_VERSION, Tmux, parse_version
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _userns_fix() -> str:
+    if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return ("sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0  "
+                "(or install an AppArmor profile for /usr/bin/bwrap)")
+    if _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return "sudo sysctl -w kernel.unprivileged_userns_clone=1"
+    if _read("/proc/sys/user/max_user_namespaces") == "0":
+        return "sudo sysctl -w user.max_user_namespaces=15000"
+    return "check that your kernel and container allow user namespaces"
+
+
+def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
+    from . import host
+    from .sandbox import bwrap, seccomp
+
+    out: list[dict] = []
+
+    def add(name, ok, detail, fix=None, required=True):
+        out.append({"check": name, "ok": bool(ok), "required": required, "detail": detail,
+                    "fix": None if ok else fix})
+
+    if tmux.binary:
+        v = tmux.version()
+        ok = parse_version(v)[:2] >= MIN_VERSION
+        add("tmux", ok, v, "sudo apt-get install -y tmux   (3.2a or later is required)")
+    else:
+        add("tmux", False, "not installed", "sudo apt-get install -y tmux")
+    b = bwrap.find()
+    why = b.available()
+    add("bubblewrap", why is None, b.path if why is None else why, "sudo apt-get install -y bubblewrap")
+    if why is None:
+        ok, err = host.userns_works(b.path)
+        add("user namespaces", ok, "bwrap can create an unprivileged user namespace" if ok else err,
+            _userns_fix())
+    machine = platform.machine()
+    add("seccomp filter", seccomp.supported(machine), f"TIOCSTI/TIOCLINUX filter for {machine}",
+        "no fix on this machine: strict modes refuse to run")
+    tiocsti = _read("/proc/sys/dev/tty/legacy_tiocsti")
+    add("legacy TIOCSTI", True, f"dev.tty.legacy_tiocsti={tiocsti}; blocked inside jails by seccomp"
+        if tiocsti is not None else "not reported by this kernel", required=False)
+    rt = env.get("XDG_RUNTIME_DIR")
+    add("XDG_RUNTIME_DIR", bool(rt) and os.path.isdir(rt), rt or "unset",
+        'export XDG_RUNTIME_DIR=/run/user/$(id -u)   (log in through PAM/systemd, or create it 0700)',
+        required=False)
+    add("store", True, str(store_path), required=False)
+    add("tmux server", True, tmux.socket, required=False)
+    return out

@@ -1,0 +1,138 @@
+"""What really runs: executable resolution, sha256 with a stat-keyed cache, version from package
+metadata (never by running the CLI outside the jail)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import pwd
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from .errors import UsageError
+from .model import ExecutableIdentity
+
+CHUNK = 1 << 20
+
+
+class DigestCache(Protocol):
+    def get_digest(self, path: str, key: tuple[int, ...]) -> str | None: ...
+    def put_digest(self, path: str, key: tuple[int, ...], digest: str) -> None: ...
+
+
+def stat_key(st: os.stat_result) -> tuple[int, ...]:
+    # ctime is in the key: replacing a binary in place with the same size and mtime still moves it.
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def sha256_file(path: Path, cache: DigestCache | None = None) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        key = stat_key(os.fstat(fd))
+        if cache is not None and (hit := cache.get_digest(str(path), key)):
+            return hit
+        h = hashlib.sha256()
+        with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+            while chunk := f.read(CHUNK):
+                h.update(chunk)
+        # Only trust the digest if the file did not change while it was read.
+        if stat_key(os.fstat(fd)) != key:
+            raise UsageError(f"{path} changed while it was being hashed; try again")
+        digest = "sha256:" + h.hexdigest()
+        if cache is not None:
+            cache.put_digest(str(path), key, digest)
+        return digest
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    identity: ExecutableIdentity
+    argv: list[str]  # how to start it (interpreter first, for scripts)
+    install_roots: tuple[str, ...]  # read-only inside strict jails
+
+
+def login_shell() -> str:
+    shell = pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
+    if not os.path.isabs(shell) or not os.access(shell, os.X_OK) or shell.endswith("nologin"):
+        shell = "/bin/sh"
+    return shell
+
+
+def find(names: tuple[str, ...], path_env: str, override: str | None, provider: str) -> Path:
+    if override:
+        p = Path(override).expanduser()
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise UsageError(f"{provider}: configured executable {p} is not an executable file")
+        return p
+    for name in names:
+        hit = shutil.which(name, path=path_env)
+        if hit and os.path.isabs(hit):
+            return Path(hit)
+    raise UsageError(
+        f"{provider}: no executable named {' or '.join(names)} found on PATH",
+        hint=f"install it, or set [providers.{provider}] executable = \"/path\" in the config",
+    )
+
+
+def _package_root(real: Path, levels: int = 4) -> tuple[Path | None, str]:
+    for parent in list(real.parents)[:levels]:
+        for meta in ("package.json", "codex-package.json"):
+            f = parent / meta
+            if f.is_file():
+                try:
+                    version = str(json.loads(f.read_text())["version"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+                root = parent.parent.parent if meta == "codex-package.json" else parent
+                return root, version
+    return None, "unknown"
+
+
+def _shebang(path: Path) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return []
+    if not head.startswith(b"#!"):
+        return []
+    return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+
+
+def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> Resolved:
+    """Follow launchers to the real executable, and identify it (and its interpreter)."""
+    real = found.resolve()
+    for cand in adapter.native_candidates(PurePosixPath(real), platform.machine()):
+        if Path(cand).is_file() and os.access(cand, os.X_OK):
+            real = Path(cand).resolve()
+            break
+    pkg_root, version = _package_root(real)
+    argv = [str(real)]
+    extra: list[tuple[str, str]] = []
+    roots: list[str] = []
+    shebang = _shebang(real)
+    if shebang:
+        interp = shebang[1] if Path(shebang[0]).name == "env" and len(shebang) > 1 else shebang[0]
+        interp_path = shutil.which(interp, path=path_env) if not os.path.isabs(interp) else interp
+        if not interp_path or not os.path.exists(interp_path):
+            raise UsageError(f"{found}: its interpreter {interp!r} cannot be found")
+        interp_real = Path(interp_path).resolve()
+        extra.append((str(interp_real), sha256_file(interp_real, cache)))
+        argv = [str(interp_real), str(real)]
+        roots.append(str(interp_real))
+    if pkg_root is not None:
+        roots.insert(0, str(pkg_root))
+    elif adapter.install_root_is_dir:
+        roots.insert(0, str(real.parent))
+    else:
+        roots.insert(0, str(real))
+    ident = ExecutableIdentity(
+        path=str(real), sha256=sha256_file(real, cache), version=version, extra=tuple(extra)
+    )
+    return Resolved(identity=ident, argv=argv, install_roots=tuple(roots))

@@ -1,0 +1,120 @@
+"""The data tmuxjail reasons about, as validated pydantic models. Depends on nothing of ours."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CAP_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class Mode(str, Enum):
+    compatibility = "compatibility"
+    isolated = "isolated"
+    verified = "verified"
+
+    @property
+    def strict(self) -> bool:
+        return self is not Mode.compatibility
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PathGrant(_Frozen):
+    path: str = Field(description="absolute, or starting with ~/ for the user's home")
+    access: Literal["ro", "rw"] = "ro"
+    kind: Literal["dir", "file"] = "dir"
+    optional: bool = False
+
+    @field_validator("path")
+    @classmethod
+    def _path_shape(cls, v: str) -> str:
+        if not (v.startswith("/") or v.startswith("~/")):
+            raise ValueError("must be absolute or start with ~/")
+        if "\x00" in v or any(part == ".." for part in v.split("/")):
+            raise ValueError("must not contain '..' or NUL")
+        return v
+
+
+class Capability(_Frozen):
+    id: str
+    label: str = Field(min_length=1)
+    description: str = ""
+    paths: tuple[PathGrant, ...] = ()
+    env: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    unverified: bool = False
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, v: str) -> str:
+        if not CAP_ID.match(v):
+            raise ValueError("must be lowercase letters, digits, '.', '_' or '-'")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return v
+
+
+Certification = Literal["certified", "documented-only", "stand-in-only", "failing", "uncertified"]
+
+
+class Profile(_Frozen):
+    provider: str
+    profile_version: str = Field(min_length=1)
+    display_name: str
+    executables: tuple[str, ...] = Field(min_length=1)
+    supported_versions: str = ""
+    certification: Certification = "uncertified"
+    certified_versions: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    baseline: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    capabilities: dict[str, Capability] = {}
+    hash: str = ""  # sha256 of the profile file's bytes, filled by the loader
+
+
+class ExecutableIdentity(_Frozen):
+    path: str
+    sha256: str
+    version: str = "unknown"
+    # Other files that decide what runs (a Node entry script's interpreter, ...): (path, sha256).
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+class Policy(_Frozen):
+    """The immutable effective policy of one session. Its fingerprint is sha256 of its canonical
+    JSON; any change to a field changes the fingerprint and refuses a resume."""
+
+    schema_version: int = 1
+    mode: Mode
+    provider: str
+    backend: str
+    profile_version: str
+    profile_hash: str
+    executable: ExecutableIdentity
+    install_roots: tuple[str, ...]
+    home: str
+    private_home: str | None
+    workspace_read: tuple[str, ...]
+    workspace_write: tuple[str, ...]
+    host_read: tuple[str, ...]
+    host_write: tuple[str, ...]
+    protected: tuple[str, ...]
+    hidden: tuple[str, ...]
+    env_inherit: bool
+    env_names: tuple[str, ...]
+    env_set: tuple[tuple[str, str], ...]
+    capabilities: tuple[str, ...]
+    network: str = "host"

@@ -1,0 +1,199 @@
+"""Pure policy resolution: a request plus the facts gathered about the host -> a frozen Policy,
+its fingerprint, and the reason codes that separate two policies. No I/O here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .canon import fingerprint as _fingerprint
+from .errors import NotApproved, UsageError
+from .model import Mode, Policy, Profile
+
+STRICT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# Passed into strict jails when the caller has them: terminal and locale only.
+BASE_ENV = (
+    "TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE",
+    "LC_NUMERIC", "LC_TIME", "LC_MONETARY", "TZ", "NO_COLOR", "EDITOR", "VISUAL", "PAGER",
+)
+# Variables that make a program load code of the caller's choosing. Never passed into a strict
+# jail, even when a profile declares them.
+INJECTION_ENV = frozenset({
+    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH",
+    "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT",
+    "RUBYLIB", "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "GIT_EXEC_PATH",
+})
+
+
+def never_passed(name: str) -> bool:
+    """Names no jail ever receives, in any mode: they point back at tmux or at tmuxjail."""
+    return name.startswith("TMUX")
+
+
+REASONS = {
+    "mode": "mode", "provider": "profile", "profile_version": "profile", "profile_hash": "profile",
+    "executable": "executable", "install_roots": "executable",
+    "capabilities": "capabilities", "host_read": "capabilities", "host_write": "capabilities",
+    "workspace_read": "workspace", "workspace_write": "workspace", "protected": "workspace",
+    "env_inherit": "environment", "env_names": "environment", "env_set": "environment",
+    "home": "home", "private_home": "home", "network": "network",
+    "backend": "backend", "hidden": "backend", "schema_version": "backend",
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    provider: str
+    mode: Mode
+    workspaces: tuple[str, ...]  # canonical absolute paths, the first is the cwd
+    env_name: str = "default"
+    capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What sessions looked up on the host, so that resolve() stays pure."""
+
+    home: str
+    uid: int
+    user: str
+    login_shell: str
+    own_dirs: tuple[str, ...]  # tmuxjail's config, state and data dirs
+    config_dir: str
+    private_home: str  # where this provider/env's private home lives
+    backend: str
+    executable: object  # identity.Resolved
+    allowed_modes: tuple[str, ...]
+    git_dirs: tuple[str, ...] = ()  # workspaces whose .git is a directory
+    realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _check_workspace(ws: str, facts: Facts, strict: bool) -> None:
+    if not os.path.isabs(ws) or os.path.normpath(ws) != ws:
+        raise UsageError(f"workspace {ws!r} is not a canonical absolute path")
+    if ws == "/":
+        raise UsageError("the workspace cannot be / (that would make the whole host writable)")
+    if strict and _inside(facts.home, ws):
+        raise UsageError(
+            f"workspace {ws} contains your home {facts.home}; a strict mode would expose it",
+            hint="pick a project directory inside your home instead",
+        )
+    for own in facts.own_dirs:
+        if _inside(ws, own) or _inside(own, ws):
+            raise UsageError(f"workspace {ws} overlaps tmuxjail's own directory {own}")
+
+
+def _expand(path: str, home: str) -> str:
+    return home + path[1:] if path.startswith("~/") else path
+
+
+def _host_paths(caps, profile: Profile, facts: Facts) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    read, write = [], []
+    for cid in caps:
+        for grant in profile.capabilities[cid].paths:
+            lexical = _expand(grant.path, facts.home)
+            real = facts.realpaths.get(lexical, lexical)
+            # A symlink that leads out of the place the profile named is refused, not followed.
+            limit = facts.home if grant.path.startswith("~/") else lexical
+            if real != lexical and not (_inside(real, limit) and real != limit):
+                raise UsageError(
+                    f"capability {cid}: {lexical} resolves to {real}, outside {limit}; refusing to bind it"
+                )
+            for own in facts.own_dirs:
+                if _inside(real, own) or _inside(own, real):
+                    raise UsageError(f"capability {cid}: {real} overlaps tmuxjail's own directory {own}")
+            (write if grant.access == "rw" else read).append(real)
+    return tuple(sorted(set(read) - set(write))), tuple(sorted(set(write)))
+
+
+def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
+    mode = req.mode
+    if mode.value not in facts.allowed_modes:
+        raise NotApproved(
+            f"mode {mode.value} is not allowed by the operator config",
+            hint="allowed modes: " + ", ".join(facts.allowed_modes),
+        )
+    if not req.workspaces:
+        raise UsageError("no workspace")
+    for ws in req.workspaces:
+        _check_workspace(ws, facts, mode.strict)
+    unknown = [c for c in req.capabilities if c not in profile.optional]
+    if unknown:
+        raise UsageError(
+            f"{profile.provider}: unknown capability {unknown[0]!r}",
+            hint="see: tmuxjail profiles show " + profile.provider,
+        )
+    if req.capabilities and mode is not Mode.verified:
+        raise UsageError("--capability applies to verified mode only")
+    caps = tuple(dict.fromkeys((*profile.baseline, *req.capabilities)))
+    resolved = facts.executable
+
+    host_read: tuple[str, ...] = ()
+    host_write: tuple[str, ...] = ()
+    if mode is Mode.verified:
+        host_read, host_write = _host_paths(caps, profile, facts)
+
+    protected: list[str] = []
+    if mode.strict and "git-metadata-write" not in caps:
+        for ws in req.workspaces:
+            if ws in facts.git_dirs:
+                protected += [f"{ws}/.git/hooks", f"{ws}/.git/config"]
+    if not mode.strict:
+        protected.append(facts.config_dir)
+
+    env_set: dict[str, str] = {}
+    env_names: tuple[str, ...] = ()
+    if mode.strict:
+        declared = {n for cid in caps for n in profile.capabilities[cid].env}
+        env_names = tuple(sorted(n for n in {*BASE_ENV, *declared}
+                                 if n not in INJECTION_ENV and not never_passed(n)))
+        env_set = {
+            "HOME": facts.home, "USER": facts.user, "LOGNAME": facts.user,
+            "SHELL": facts.login_shell, "PATH": STRICT_PATH, "TMPDIR": "/tmp",
+        }
+    env_set.update(adapter.env(facts.home, mode.value, facts.uid))
+
+    hidden = tuple(sorted(d for d in facts.own_dirs if d != facts.config_dir or mode.strict))
+    return Policy(
+        mode=mode,
+        provider=profile.provider,
+        backend=facts.backend,
+        profile_version=profile.profile_version,
+        profile_hash=profile.hash,
+        executable=resolved.identity,
+        install_roots=tuple(resolved.install_roots),
+        home=facts.home,
+        private_home=facts.private_home if mode is Mode.isolated else None,
+        workspace_read=(),
+        workspace_write=tuple(req.workspaces),
+        host_read=host_read,
+        host_write=host_write,
+        protected=tuple(protected),
+        hidden=hidden,
+        env_inherit=not mode.strict,
+        env_names=env_names,
+        env_set=tuple(sorted(env_set.items())),
+        capabilities=caps,
+    )
+
+
+def as_data(policy: Policy) -> dict:
+    return policy.model_dump(mode="json")
+
+
+def fingerprint(policy: Policy | dict) -> str:
+    return _fingerprint(policy if isinstance(policy, dict) else as_data(policy))
+
+
+def diff(old: dict, new: dict) -> list[str]:
+    """Reason codes (DESIGN §2) for every field that differs, in a stable order."""
+    codes = {REASONS.get(k, "backend") for k in set(old) | set(new) if old.get(k) != new.get(k)}
+    order = ["mode", "profile", "executable", "capabilities", "workspace", "environment", "home",
+             "network", "backend"]
+    return [c for c in order if c in codes]

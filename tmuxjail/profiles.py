@@ -1,0 +1,94 @@
+"""Load and validate provider profiles (versioned TOML data shipped inside the package).
+
+Profiles are only ever read from the installed package: a profile or restriction file inside a
+workspace is never policy."""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from functools import cache
+from importlib import resources
+
+from .errors import UsageError
+from .model import Capability, Profile
+
+SHARED = "capabilities.toml"
+
+
+def _read(name: str) -> bytes:
+    try:
+        return resources.files("tmuxjail.profile_data").joinpath(name).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"no profile file {name} in the installed package") from None
+
+
+def validation_message(where: str, exc: Exception) -> str:
+    """One line naming the file, the key and the problem of a pydantic or TOML error."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        key = ".".join(str(p) for p in first.get("loc", ())) or "(top level)"
+        return f"{where}: {key}: {first.get('msg', 'invalid')}"
+    return f"{where}: {exc}"
+
+
+def parse_profile(name: str, data: bytes, shared: dict[str, Capability]) -> Profile:
+    """Pure: bytes of one profile file (+ the shared catalogue) -> a validated Profile."""
+    from pydantic import ValidationError
+
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{name}: not valid TOML: {exc}") from None
+    caps = raw.get("capabilities", {})
+    if not isinstance(caps, dict):
+        raise UsageError(f"{name}: capabilities: must be a table")
+    try:
+        raw["capabilities"] = {cid: {"id": cid, **body} for cid, body in caps.items()}
+        profile = Profile.model_validate(raw)
+    except (ValidationError, TypeError) as exc:
+        raise UsageError(validation_message(name, exc)) from None
+    known = {**shared, **profile.capabilities}
+    for field in ("baseline", "optional"):
+        for cid in getattr(profile, field):
+            if cid not in known:
+                raise UsageError(f"{name}: {field}: unknown capability {cid!r}")
+    merged = {cid: known[cid] for cid in (*profile.baseline, *profile.optional)}
+    return profile.model_copy(
+        update={"capabilities": merged, "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
+    )
+
+
+def parse_shared(data: bytes) -> dict[str, Capability]:
+    from pydantic import ValidationError
+
+    try:
+        raw = tomllib.loads(data.decode("utf-8")).get("capabilities", {})
+        return {cid: Capability.model_validate({"id": cid, **body}) for cid, body in raw.items()}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{SHARED}: not valid TOML: {exc}") from None
+    except (ValidationError, TypeError) as exc:
+        raise UsageError(validation_message(SHARED, exc)) from None
+
+
+@cache
+def shared_capabilities() -> dict[str, Capability]:
+    return parse_shared(_read(SHARED))
+
+
+def file_name(provider: str) -> str:
+    return f"{provider}.toml"
+
+
+@cache
+def load(provider: str) -> Profile:
+    profile = parse_profile(file_name(provider), _read(file_name(provider)), shared_capabilities())
+    if profile.provider != provider:
+        raise UsageError(f"{file_name(provider)}: provider: says {profile.provider!r}")
+    return profile
+
+
+def available() -> list[str]:
+    names = [p.name for p in resources.files("tmuxjail.profile_data").iterdir()]
+    return sorted(n[: -len(".toml")] for n in names if n.endswith(".toml") and n != SHARED)

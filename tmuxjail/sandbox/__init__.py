@@ -1,0 +1,33 @@
+"""Sandbox backends: one seam (Backend), pure argv/profile builders behind it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class HostLayout:
+    """Facts about the host that shape the argv but not the policy (so they are not
+    fingerprinted): how / is laid out, and where the tmux sockets are."""
+
+    # /bin, /lib, ...: "dir", a symlink target, or absent.
+    top: dict[str, str] = field(default_factory=dict)
+    # Directories holding tmux sockets (hidden with an empty tmpfs) and single socket files
+    # (covered with /dev/null) that exist on the host.
+    tmux_dirs: tuple[str, ...] = ()
+    tmux_files: tuple[str, ...] = ()
+    # Secret files in /etc that exist (masked in strict modes: root in the jail could read them).
+    etc_secrets: tuple[str, ...] = ()
+    # Directory that /etc/resolv.conf points into, when it is a symlink out of /etc.
+    resolv_dir: str | None = None
+
+
+class Backend(Protocol):
+    name: str
+
+    def available(self) -> str | None:
+        """None when usable here, else the reason it is not."""
+
+    def wrap(self, policy: dict, argv: list[str], host: HostLayout) -> list[str]:
+        """Pure: the full argv that runs `argv` under `policy`."""

@@ -1,0 +1,119 @@
+"""bubblewrap backend (Linux): a Policy -> the bwrap argv. Pure; the launcher adds the fds."""
+
+from __future__ import annotations
+
+import os
+
+from . import HostLayout
+
+NAME = "bwrap"
+SYSTEM_DIRS = ("/usr", "/etc", "/opt")
+TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+FIXED_PATHS = ("/usr/bin/bwrap", "/bin/bwrap")
+
+
+def _depth(path: str) -> tuple[int, str]:
+    return (path.rstrip("/").count("/"), path)
+
+
+def _under(path: str, roots) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+class Bwrap:
+    name = NAME
+
+    def __init__(self, path: str = "/usr/bin/bwrap"):
+        self.path = path
+
+    def available(self) -> str | None:
+        if not os.access(self.path, os.X_OK):
+            return f"bubblewrap is not installed ({self.path} missing)"
+        return None
+
+    def wrap(self, policy: dict, argv: list[str], host: HostLayout) -> list[str]:
+        mode = policy["mode"]
+        out = [
+            self.path,
+            "--die-with-parent",
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop", "ALL",
+        ]
+        if mode == "compatibility":
+            out += self._compatibility(policy, host)
+        else:
+            out += self._strict(policy, host)
+        out += ["--chdir", policy["workspace_write"][0] if policy["workspace_write"] else policy["workspace_read"][0]]
+        return out + ["--", *argv]
+
+    def _compatibility(self, policy: dict, host: HostLayout) -> list[str]:
+        # Today's behaviour: the whole host, writable. What is taken away: tmuxjail's own state
+        # and private homes (hidden), its config (read-only), the tmux sockets (hidden), and the
+        # host's processes: /proc/<pid>/root of the tmux server would otherwise reach its socket.
+        out = ["--bind", "/", "/", "--proc", "/proc"]
+        for path in policy["protected"]:
+            out += ["--ro-bind-try", path, path]
+        for path in policy["hidden"]:
+            out += ["--tmpfs", path]
+        return out + self._tmux_masks(host)
+
+    def _strict(self, policy: dict, host: HostLayout) -> list[str]:
+        out = ["--ro-bind", "/usr", "/usr"]
+        for top in TOP_LINKS:
+            kind = host.top.get(top)
+            if kind == "dir":
+                out += ["--ro-bind", top, top]
+            elif kind:
+                out += ["--symlink", kind, top]
+        out += ["--ro-bind", "/etc", "/etc", "--ro-bind-try", "/opt", "/opt"]
+        out += ["--proc", "/proc", "--dev", "/dev"]
+        out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
+        if host.resolv_dir:
+            out += ["--ro-bind-try", host.resolv_dir, host.resolv_dir]
+        home = policy["home"]
+        if policy["private_home"]:
+            out += ["--bind", policy["private_home"], home]
+        else:
+            out += ["--tmpfs", home]
+        binds: list[tuple[str, str]] = []
+        for root in policy["install_roots"]:
+            if not _under(root, SYSTEM_DIRS):
+                binds.append(("--ro-bind", root))
+        binds += [("--ro-bind-try", p) for p in policy["host_read"]]
+        binds += [("--bind-try", p) for p in policy["host_write"]]
+        binds += [("--ro-bind", p) for p in policy["workspace_read"]]
+        binds += [("--bind", p) for p in policy["workspace_write"]]
+        for flag, path in sorted(binds, key=lambda b: _depth(b[1])):
+            out += [flag, path, path]
+        for path in policy["protected"]:
+            out += ["--ro-bind-try", path, path]
+        for path in host.etc_secrets:
+            out += ["--ro-bind", "/dev/null", path]
+        visible = (*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
+                   *policy["host_read"], *policy["install_roots"])
+        return out + self._tmux_masks(host, within=visible)
+
+    @staticmethod
+    def _tmux_masks(host: HostLayout, within=None) -> list[str]:
+        """Hide tmux sockets. In strict modes only those inside a path bound into the jail can be
+        there at all (the rest of the host is simply not mounted)."""
+        out: list[str] = []
+        for d in host.tmux_dirs:
+            if within is None or _under(d, within):
+                out += ["--tmpfs", d]
+        for f in host.tmux_files:
+            if within is None or _under(f, within):
+                out += ["--ro-bind", "/dev/null", f]
+        return out
+
+
+def find() -> Bwrap:
+    """The system bwrap by fixed path; never one found through PATH (a workspace could plant it)."""
+    for path in FIXED_PATHS:
+        if os.access(path, os.X_OK):
+            return Bwrap(path)
+    return Bwrap(FIXED_PATHS[0])

@@ -1,0 +1,462 @@
+"""Use cases: start, resume, list, show, stop, doctor. Everything outside (tmux, SQLite, the
+filesystem) is reached through its one module; policy and argv come from pure functions."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import pwd
+import re
+import secrets
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import log
+from . import paths as paths_mod
+from .errors import NotApproved, ResumeRefused, SandboxUnavailable, TmuxjailError, UsageError
+from .tmux import Tmux, check_name
+
+ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+READY_TIMEOUT = 10.0
+LAUNCH_MODULE = "tmuxjail.launch"
+
+
+@dataclass
+class Context:
+    tmux: Tmux
+    env: dict = field(default_factory=lambda: dict(os.environ))
+    paths: paths_mod.Paths = field(default_factory=paths_mod.get)
+    _store: object = None
+
+    @property
+    def store(self):
+        if self._store is None:
+            from .store import Store
+
+            self._store = Store(self.paths.store)
+        return self._store
+
+    def readonly_store(self):
+        from .store import Store
+
+        return self._store or Store(self.paths.store, readonly=True)
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    provider: str
+    mode: str | None = None
+    workspaces: tuple[str, ...] = ()
+    name: str | None = None
+    env_name: str = "default"
+    capabilities: tuple[str, ...] = ()
+    detach: bool = False
+    non_interactive: bool = False
+    dry_run: bool = False
+    args: tuple[str, ...] = ()
+
+
+# -- resolution ------------------------------------------------------------------------------
+
+def _canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
+    out = []
+    for ws in raw or (cwd,):
+        if "\x00" in ws or "\n" in ws:
+            raise UsageError(f"workspace {ws!r}: newlines and NUL are not accepted in paths")
+        p = Path(ws).expanduser()
+        if not p.is_absolute():
+            p = Path(cwd, p)
+        if not p.exists():
+            raise UsageError(f"workspace {p} does not exist")
+        if not p.is_dir():
+            raise UsageError(f"workspace {p} is not a directory")
+        out.append(os.path.realpath(p))
+    return tuple(dict.fromkeys(out))
+
+
+def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
+             env_name: str, capabilities: tuple[str, ...]):
+    """Everything a start or resume needs, from today's inputs: (request, policy, fp, bits)."""
+    from . import config as config_mod
+    from . import host, identity, policy, profiles
+    from .adapters import get as get_adapter
+    from .model import Mode
+    from .sandbox import bwrap
+
+    adapter = get_adapter(provider)
+    if not ENV_NAME_RE.match(env_name):
+        raise UsageError(f"invalid --env {env_name!r}", hint="use letters, digits, '-' or '_'")
+    cfg = config_mod.load(ctx.paths.config_file)
+    mode_name = mode_name or cfg.default_mode
+    try:
+        mode = Mode(mode_name)
+    except ValueError:
+        raise UsageError(f"unknown mode {mode_name!r}") from None
+    profile = profiles.load(provider)
+    backend = bwrap.find()
+    unguarded = False
+    if (why := backend.available()) is not None:
+        if mode is Mode.compatibility and cfg.allow_unguarded_compatibility:
+            unguarded = True
+        else:
+            raise SandboxUnavailable(
+                f"{mode.value} mode cannot be enforced: {why}",
+                hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)",
+            )
+    from .sandbox.seccomp import supported
+
+    if not unguarded and not supported(platform.machine()):
+        raise SandboxUnavailable(f"no seccomp filter for {platform.machine()}; the jail cannot block TIOCSTI here")
+
+    store = ctx.store
+    path_env = ctx.env.get("PATH", os.defpath)
+    if provider == "shell":
+        found = Path(identity.login_shell())
+    else:
+        found = identity.find(profile.executables, path_env, cfg.executables.get(provider), provider)
+    resolved = identity.resolve(adapter, found, path_env, store)
+
+    p = ctx.paths
+    home = str(p.home)
+    pw = pwd.getpwuid(os.getuid())
+    req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
+                         capabilities=tuple(capabilities))
+    declared = [
+        g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths
+    ]
+    facts = policy.Facts(
+        home=home, uid=os.getuid(), user=pw.pw_name, login_shell=identity.login_shell(),
+        own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),
+        private_home=str(p.private_home(provider, env_name)),
+        backend="none" if unguarded else backend.name, executable=resolved,
+        allowed_modes=cfg.allowed_modes, git_dirs=host.git_dirs(workspaces) if mode.strict else (),
+        realpaths=host.realpaths(declared),
+    )
+    pol = policy.resolve(req, profile, adapter, facts)
+    data = policy.as_data(pol)
+    return req, data, policy.fingerprint(data), adapter, resolved, backend, unguarded
+
+
+def _jail_env(ctx: Context, pol: dict) -> dict[str, str]:
+    from .policy import never_passed
+
+    if pol["env_inherit"]:
+        env = {k: v for k, v in ctx.env.items() if not never_passed(k)}
+    else:
+        env = {k: ctx.env[k] for k in pol["env_names"] if k in ctx.env}
+    env.update(dict(pol["env_set"]))
+    return env
+
+
+def _pane_argv(ctx: Context, fp: str, spec: Path) -> list[str]:
+    return [sys.executable, "-E", "-m", LAUNCH_MODULE, "--fp", fp, str(spec)]
+
+
+def _sandbox_argv(ctx: Context, pol: dict, backend, cli_argv: list[str], unguarded: bool) -> list[str]:
+    from . import host
+
+    if unguarded:
+        return cli_argv
+    return backend.wrap(pol, cli_argv, host.layout(ctx.tmux.socket, ctx.env))
+
+
+def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], unguarded: bool) -> tuple[Path, Path]:
+    spool = paths_mod.ensure_private_dir(ctx.paths.spool)
+    token = secrets.token_hex(8)
+    spec, status = spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status"
+    body = {
+        "session_id": sid, "fingerprint": fp, "policy": pol, "argv": argv,
+        "env": _jail_env(ctx, pol), "store": str(ctx.paths.store), "status_file": str(status),
+        "machine": platform.machine(), "sandboxed": not unguarded,
+    }
+    fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(body, f)
+    return spec, status
+
+
+def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:
+    # Hidden and read-only binds apply to directories that exist: create them first, so the
+    # jail cannot create (and so own) them instead.
+    for d in ctx.paths.own_dirs():
+        paths_mod.ensure_private_dir(d)
+    if pol["private_home"]:
+        home = paths_mod.ensure_private_dir(Path(pol["private_home"]))
+        for rel in adapter.home_dirs:
+            (home / rel).mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | None:
+    """None once the sandbox is up, else the reason it is not (read from the dead pane)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if not unguarded:
+            try:
+                if "child-pid" in status.read_text():
+                    return None
+            except FileNotFoundError:
+                pass
+        if ctx.tmux.pane_option(pane, "pane_dead") == "1":
+            lines = [l for l in ctx.tmux.capture(pane).splitlines() if l.strip()]
+            reason = next((l for l in reversed(lines) if "bwrap" in l or "tmuxjail:" in l), None)
+            return reason or (lines[-1] if lines else "the jail exited at once")
+        if unguarded and time.monotonic() > deadline - READY_TIMEOUT + 0.3:
+            return None
+        time.sleep(0.02)
+    return f"the sandbox did not come up within {READY_TIMEOUT:.0f}s"
+
+
+def _options(row_id: str, pol: dict, fp: str) -> dict[str, str]:
+    mode = pol["mode"] if pol["backend"] != "none" else "compatibility-unguarded"
+    return {"@tmuxjail_id": row_id, "@tmuxjail_fp": fp, "@tmuxjail_mode": mode,
+            "@tmuxjail_provider": pol["provider"]}
+
+
+def _auto_name(provider: str, workspace: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:30] or "ws"
+    while True:
+        name = f"{provider}-{base}-{secrets.token_hex(2)}"
+        if name not in taken:
+            return name
+
+
+def start(ctx: Context, opts: StartOptions) -> dict:
+    if opts.name is not None:
+        check_name(opts.name)
+    workspaces = _canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
+    req, pol, fp, adapter, resolved, backend, unguarded = _resolve(
+        ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities)
+    native_id = adapter.new_native_id()
+    cli_argv = adapter.start_argv(resolved.argv, native_id, list(opts.args))
+    sandbox_argv = _sandbox_argv(ctx, pol, backend, cli_argv, unguarded)
+    if opts.dry_run:
+        spec = ctx.paths.spool / "<session-id>-<token>.json"
+        return {"dry_run": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
+                "policy": pol, "pane_command": _pane_argv(ctx, fp, spec), "sandbox_argv": sandbox_argv,
+                "env_names": sorted(_jail_env(ctx, pol))}
+
+    ctx.tmux.require()
+    store = ctx.store
+    name = opts.name or _auto_name(opts.provider, workspaces[0], store.names())
+    if ctx.tmux.has_session(name):
+        raise UsageError(f"a tmux session named {name!r} already exists on this server")
+    request = {"provider": opts.provider, "mode": pol["mode"], "workspaces": list(workspaces),
+               "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args)}
+    row = store.insert_session(
+        name=name, provider=opts.provider, mode=pol["mode"], env_name=opts.env_name,
+        workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol, sort_keys=True),
+        request=json.dumps(request), status="starting", native_id=native_id,
+        private_home=pol["private_home"], tmux_socket=ctx.tmux.socket, tmux_session=name,
+    )
+    try:
+        _prepare_dirs(ctx, pol, adapter)
+        spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
+        pane = ctx.tmux.new_session(name, _pane_argv(ctx, fp, spec), workspaces[0], _options(row.id, pol, fp))
+    except BaseException as exc:
+        store.update_session(row.id, status="failed", failure=str(exc)[:500])
+        raise
+    store.update_session(row.id, tmux_pane=pane)
+    return _after_launch(ctx, row.id, name, pane, status, unguarded, "start", pol, fp, opts.detach)
+
+
+def _after_launch(ctx, sid, name, pane, status, unguarded, kind, pol, fp, detach) -> dict:
+    store = ctx.store
+    failure = _wait_ready(ctx, pane, status, unguarded)
+    try:
+        status.unlink()
+    except FileNotFoundError:
+        pass
+    if failure:
+        store.update_session(sid, status="failed", failure=failure)
+        store.event(f"{kind}-failed", sid, reason=failure)
+        log.warning(f"{kind}_failed", session=name, reason=failure)
+        raise SandboxUnavailable(
+            f"the jail did not start: {failure}",
+            hint="run `tmuxjail doctor`; the dead pane keeps the message",
+            data={"name": name, "status": "failed"},
+        )
+    store.update_session(sid, status="running", failure=None)
+    store.event(kind, sid, fingerprint=fp, mode=pol["mode"], provider=pol["provider"],
+                env_names=sorted(_jail_env(ctx, pol)))
+    log.info(kind, session=name, fingerprint=fp, mode=pol["mode"], provider=pol["provider"])
+    result = describe(ctx, store.find(name))
+    result["attach"] = None if detach else ctx.tmux.attach_argv(name)
+    return result
+
+
+# -- resume ----------------------------------------------------------------------------------
+
+def _refuse(row, reasons: list[str], message: str, hint: str) -> ResumeRefused:
+    return ResumeRefused(message, hint=hint, data={"name": row.name, "reasons": reasons})
+
+
+def recompute(ctx: Context, row) -> tuple[str, dict, list[str]]:
+    """Today's policy for a stored session: (fp, policy, reason codes vs the stored one)."""
+    r = row.request_data
+    try:
+        workspaces = _canonical_workspaces(tuple(r["workspaces"]), "/")
+        if tuple(workspaces) != tuple(r["workspaces"]):
+            return "", {}, ["workspace"]
+        _, pol, fp, *_ = _resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
+                                  tuple(r.get("capabilities", ())))
+    except NotApproved:
+        return "", {}, ["mode"]
+    except UsageError as exc:
+        raise _refuse(row, ["workspace"], f"cannot recompute the policy of {row.name}: {exc.message}",
+                      "fix the cause, or start a new session") from None
+    from .policy import diff
+
+    return fp, pol, diff(row.policy_data or {}, pol)
+
+
+def resume(ctx: Context, name: str, detach: bool = False) -> dict:
+    check_name(name)
+    store = ctx.store
+    row = store.find(name)
+    if row is None:
+        raise UsageError(f"no session named {name!r}", hint="see: tmuxjail list --all")
+    if not row.fingerprint or not row.policy:
+        raise _refuse(row, ["tampered"], f"{name} has no recorded fingerprint; refusing to resume it",
+                      "start a new session")
+    fp, pol, reasons = recompute(ctx, row)
+    if fp != row.fingerprint:
+        reasons = reasons or ["tampered"]
+        store.event("resume-refused", row.id, reasons=reasons, old=row.fingerprint, new=fp)
+        log.warning("resume_refused", session=name, reasons=reasons)
+        raise _refuse(row, reasons,
+                      f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
+                      f"inspect with `tmuxjail show {name}`, then start a new session")
+    panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
+    jail = [p for p in panes if _is_jail_pane(p, row)]
+    if panes and not jail:
+        raise _refuse(row, ["tampered"], f"{name}: the tmux session has no pane with this jail's fingerprint",
+                      f"stop it with `tmuxjail stop {name}` and start a new one")
+    for p in jail:
+        if ctx.tmux.pane_option(p.pane_id, "@tmuxjail_fp") != row.fingerprint:
+            raise _refuse(row, ["tampered"], f"{name}: the pane's @tmuxjail_fp does not match the store",
+                          f"stop it with `tmuxjail stop {name}`")
+    live = [p for p in jail if p.pane_dead != "1"]
+    if live:
+        store.event("reattach", row.id, fingerprint=fp)
+        result = describe(ctx, row)
+        result["attach"] = None if detach else ctx.tmux.attach_argv(row.tmux_session)
+        return result
+    # The pane is gone or dead: relaunch the CLI's own resume, in the same jail.
+    from .adapters import get as get_adapter
+    from . import identity
+    from .sandbox import bwrap
+
+    adapter = get_adapter(row.provider)
+    r = row.request_data
+    resolved_argv = _cli_argv_from_policy(pol)
+    cli_argv = adapter.resume_argv(resolved_argv, row.native_id, list(r.get("args", ())))
+    unguarded = pol["backend"] == "none"
+    sandbox_argv = _sandbox_argv(ctx, pol, bwrap.find(), cli_argv, unguarded)
+    _prepare_dirs(ctx, pol, adapter)
+    spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
+    opts = _options(row.id, pol, fp)
+    if jail:
+        ctx.tmux.respawn(jail[0].pane_id, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
+        pane = jail[0].pane_id
+    else:
+        pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
+    store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.socket, status="starting")
+    return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
+
+
+def _cli_argv_from_policy(pol: dict) -> list[str]:
+    exe = pol["executable"]
+    interp = [p for p, _ in exe["extra"]]
+    return [*interp[:1], exe["path"]]
+
+
+# -- list / show / stop ------------------------------------------------------------------------
+
+def _is_jail_pane(pane, row) -> bool:
+    return LAUNCH_MODULE in pane.start_command and f"--fp {row.fingerprint}" in pane.start_command
+
+
+def _status(row, panes) -> tuple[str, dict]:
+    if row.status == "stopped":
+        return "stopped", {}
+    if row.status == "failed":
+        return "failed", {"failure": row.failure}
+    jail = [p for p in panes if _is_jail_pane(p, row)]
+    if not panes:
+        return "gone", {}
+    if not jail:
+        return "unjailed", {}
+    p = jail[0]
+    if p.pane_dead == "1":
+        return "exited", {"exit_status": int(p.pane_dead_status or 0)}
+    return "running", {}
+
+
+def describe(ctx: Context, row, panes=None) -> dict:
+    if panes is None:
+        panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
+    status, extra = _status(row, panes)
+    jail = [p for p in panes if _is_jail_pane(p, row)]
+    pol = row.policy_data or {}
+    mode = row.mode if pol.get("backend") != "none" else "compatibility-unguarded"
+    return {
+        "id": row.id, "name": row.name, "provider": row.provider, "mode": mode,
+        "workspace": row.workspace, "created_at": row.created_at, "fingerprint": row.fingerprint,
+        "status": status, **extra, "tmux_socket": row.tmux_socket, "tmux_session": row.tmux_session,
+        "tmux_pane": jail[0].pane_id if jail else row.tmux_pane, "private_home": row.private_home,
+        "env_name": row.env_name, "native_session_id": row.native_id,
+    }
+
+
+def list_sessions(ctx: Context, include_stopped: bool = False) -> list[dict]:
+    store = ctx.readonly_store()
+    rows = store.sessions(include_stopped)
+    by_session: dict[str, list] = {}
+    for p in ctx.tmux.panes():
+        by_session.setdefault(p.session_name, []).append(p)
+    out = []
+    for row in rows:
+        if row.tmux_socket and row.tmux_socket != ctx.tmux.socket and row.status != "stopped":
+            continue  # another tmux server's session
+        panes = by_session.get(row.tmux_session, []) if row.tmux_socket == ctx.tmux.socket else []
+        out.append(describe(ctx, row, panes))
+        for p in panes:
+            if not _is_jail_pane(p, row) and row.status not in ("stopped",):
+                out.append({
+                    "id": None, "name": row.name, "provider": row.provider, "mode": None,
+                    "workspace": row.workspace, "created_at": None, "fingerprint": None,
+                    "status": "unjailed", "tmux_socket": row.tmux_socket, "tmux_session": row.tmux_session,
+                    "tmux_pane": p.pane_id, "private_home": None, "command": p.pane_current_command,
+                })
+    return out
+
+
+def show(ctx: Context, name: str) -> dict:
+    check_name(name)
+    row = ctx.readonly_store().find(name)
+    if row is None:
+        raise UsageError(f"no session named {name!r}", hint="see: tmuxjail list --all")
+    out = describe(ctx, row)
+    out["policy"] = row.policy_data
+    out["request"] = row.request_data
+    return out
+
+
+def stop(ctx: Context, name: str) -> dict:
+    check_name(name)
+    store = ctx.store
+    row = store.find(name)
+    if row is None or row.status == "stopped":
+        raise UsageError(f"no live session named {name!r}", hint="see: tmuxjail list")
+    if row.tmux_socket == ctx.tmux.socket and ctx.tmux.has_session(row.tmux_session):
+        panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
+        if panes and panes[0].tmuxjail_id != row.id:
+            raise UsageError(f"tmux session {row.tmux_session!r} is not this tmuxjail session; not killing it")
+        ctx.tmux.kill_session(row.tmux_session)
+    store.update_session(row.id, status="stopped")
+    store.event("stop", row.id)
+    log.info("stop", session=name)
+    return describe(ctx, store.find(name))

@@ -1,0 +1,178 @@
+"""SQLite: the durable truth about sessions, plus the identity cache and an event log.
+The only module that opens SQLite. Stdlib only, so `list` and the launcher start fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import TmuxjailError, UsageError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    env_name TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    fingerprint TEXT,
+    policy TEXT,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    failure TEXT,
+    native_id TEXT,
+    private_home TEXT,
+    tmux_socket TEXT,
+    tmux_session TEXT,
+    tmux_pane TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_live_name ON sessions(name) WHERE status != 'stopped';
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT,
+    at TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS identity_cache (
+    path TEXT PRIMARY KEY,
+    stat_key TEXT NOT NULL,
+    digest TEXT NOT NULL
+);
+"""
+
+COLUMNS = (
+    "id", "name", "provider", "mode", "env_name", "workspace", "fingerprint", "policy", "request",
+    "status", "failure", "native_id", "private_home", "tmux_socket", "tmux_session", "tmux_pane",
+    "created_at", "updated_at",
+)
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class SessionRow:
+    id: str
+    name: str
+    provider: str
+    mode: str
+    env_name: str
+    workspace: str
+    fingerprint: str | None
+    policy: str | None
+    request: str
+    status: str
+    failure: str | None
+    native_id: str | None
+    private_home: str | None
+    tmux_socket: str | None
+    tmux_session: str | None
+    tmux_pane: str | None
+    created_at: str
+    updated_at: str
+
+    @property
+    def policy_data(self) -> dict | None:
+        return json.loads(self.policy) if self.policy else None
+
+    @property
+    def request_data(self) -> dict:
+        return json.loads(self.request)
+
+
+class Store:
+    def __init__(self, path: Path, *, readonly: bool = False):
+        self.path = path
+        try:
+            if readonly:
+                if not path.exists():
+                    self.db = sqlite3.connect(":memory:")
+                    self.db.executescript(SCHEMA)
+                else:
+                    self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+                os.close(fd)
+                self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA busy_timeout=30000")
+                self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise TmuxjailError(f"store {path}: {exc}", hint="it may be corrupt; it was not changed") from None
+        self.db.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self.db.close()
+
+    # sessions -----------------------------------------------------------------------------
+    def insert_session(self, **fields) -> SessionRow:
+        row = {c: None for c in COLUMNS}
+        row.update(fields)
+        row["id"] = row["id"] or str(uuid.uuid4())
+        row["created_at"] = row["updated_at"] = now()
+        try:
+            self.db.execute(
+                f"INSERT INTO sessions ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})",
+                [row[c] for c in COLUMNS],
+            )
+        except sqlite3.IntegrityError:
+            raise UsageError(f"a session named {row['name']!r} already exists",
+                             hint="pick another --name, or stop the old one") from None
+        return SessionRow(**row)
+
+    def update_session(self, sid: str, **fields) -> None:
+        fields["updated_at"] = now()
+        sets = ",".join(f"{k}=?" for k in fields)
+        self.db.execute(f"UPDATE sessions SET {sets} WHERE id=?", [*fields.values(), sid])
+
+    def sessions(self, include_stopped: bool = False) -> list[SessionRow]:
+        q = "SELECT * FROM sessions"
+        if not include_stopped:
+            q += " WHERE status != 'stopped'"
+        return [SessionRow(**dict(r)) for r in self.db.execute(q + " ORDER BY created_at, name")]
+
+    def find(self, name: str) -> SessionRow | None:
+        """The live session of that name, else the most recent stopped one."""
+        r = self.db.execute(
+            "SELECT * FROM sessions WHERE name=? ORDER BY (status='stopped'), created_at DESC LIMIT 1",
+            (name,),
+        ).fetchone()
+        return SessionRow(**dict(r)) if r else None
+
+    def names(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT name FROM sessions WHERE status != 'stopped'")}
+
+    # events -------------------------------------------------------------------------------
+    def event(self, kind: str, session_id: str | None = None, **data) -> None:
+        self.db.execute(
+            "INSERT INTO events (session_id, at, kind, data) VALUES (?,?,?,?)",
+            (session_id, now(), kind, json.dumps(data, sort_keys=True)),
+        )
+
+    def events(self, session_id: str | None = None) -> list[dict]:
+        q, args = "SELECT * FROM events", ()
+        if session_id:
+            q, args = q + " WHERE session_id=?", (session_id,)
+        return [dict(r) for r in self.db.execute(q + " ORDER BY id", args)]
+
+    # identity cache (identity.DigestCache) ----------------------------------------------------
+    def get_digest(self, path: str, key: tuple[int, ...]) -> str | None:
+        r = self.db.execute("SELECT stat_key, digest FROM identity_cache WHERE path=?", (path,)).fetchone()
+        return r["digest"] if r and r["stat_key"] == json.dumps(list(key)) else None
+
+    def put_digest(self, path: str, key: tuple[int, ...], digest: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO identity_cache (path, stat_key, digest) VALUES (?,?,?)",
+            (path, json.dumps(list(key)), digest),
+        )

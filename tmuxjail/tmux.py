@@ -1,0 +1,160 @@
+"""The one module that talks to tmux. It runs tmux's own argv (no shell ever sees a command),
+selects the server as tmux does (-L / -S, else the server we are in, else the default), and only
+ever sets options on tmuxjail's own sessions, windows and panes.
+
+It calls the tmux binary directly rather than through libtmux: `list` must answer in one
+`list-panes -a` call and start fast, and libtmux's object layer (and ~100 ms import) buys nothing
+here. The tests use libtmux to inspect what this module did."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from .errors import TmuxjailError, UsageError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+MIN_VERSION = (3, 2)
+SEP = "\x1f"  # unit separator: never in names, paths we accept, or fingerprints
+PANE_FIELDS = (
+    "session_name", "window_id", "pane_id", "pane_pid", "pane_dead", "pane_dead_status",
+    "pane_current_command", "@tmuxjail_id", "@tmuxjail_fp", "pane_start_command",
+)
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise UsageError(
+            f"invalid session name {name!r}",
+            hint="use 1-63 letters, digits, '-' or '_', starting with a letter or digit",
+        )
+    return name
+
+
+def parse_version(text: str) -> tuple[int, int, str]:
+    m = re.search(r"(\d+)\.(\d+)([a-z]?)", text)
+    if not m:
+        return (0, 0, "")
+    return (int(m.group(1)), int(m.group(2)), m.group(3))
+
+
+@dataclass(frozen=True)
+class Pane:
+    session_name: str
+    window_id: str
+    pane_id: str
+    pane_pid: str
+    pane_dead: str
+    pane_dead_status: str
+    pane_current_command: str
+    tmuxjail_id: str
+    tmuxjail_fp: str
+    start_command: str
+
+
+class Tmux:
+    def __init__(self, socket_name: str | None = None, socket_path: str | None = None,
+                 env: dict | None = None):
+        env = os.environ if env is None else env
+        self.binary = shutil.which("tmux")
+        self.env = {k: v for k, v in env.items() if k != "TMUX"}
+        self.inside = env.get("TMUX", "")
+        if socket_name and socket_path:
+            raise UsageError("use either -L or -S, not both")
+        if socket_name:
+            self.base = ["-L", socket_name]
+            tmpdir = env.get("TMUX_TMPDIR") or "/tmp"
+            self.socket = os.path.join(tmpdir, f"tmux-{os.getuid()}", socket_name)
+        elif socket_path:
+            self.socket = os.path.abspath(socket_path)
+            self.base = ["-S", self.socket]
+        elif self.inside:
+            self.socket = self.inside.split(",")[0]
+            self.base = ["-S", self.socket]
+        else:
+            tmpdir = env.get("TMUX_TMPDIR") or "/tmp"
+            self.socket = os.path.join(tmpdir, f"tmux-{os.getuid()}", "default")
+            self.base = ["-S", self.socket]
+
+    def require(self) -> str:
+        if not self.binary:
+            raise TmuxjailError("tmux is not installed", hint="sudo apt-get install -y tmux")
+        return self.binary
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [self.require(), *self.base, *args], env=self.env, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        if check and proc.returncode != 0:
+            msg = (proc.stderr or proc.stdout).strip().splitlines()
+            raise TmuxjailError(f"tmux {args[0]}: {msg[-1] if msg else 'failed'}")
+        return proc
+
+    def version(self) -> str:
+        out = subprocess.run([self.require(), "-V"], capture_output=True, text=True)
+        return out.stdout.strip()
+
+    def alive(self) -> bool:
+        return bool(self.binary) and os.path.exists(self.socket) and \
+            self.run("list-sessions", "-F", "x", check=False).returncode == 0
+
+    def has_session(self, name: str) -> bool:
+        return self.run("has-session", "-t", f"={name}", check=False).returncode == 0
+
+    def new_session(self, name: str, argv: list[str], cwd: str, options: dict[str, str]) -> str:
+        """Start a detached session whose only pane runs argv; return the pane id. The options
+        are set in the same tmux invocation, before the server's event loop can reap a command
+        that exits at once, so a dead jail stays visible instead of taking its window with it."""
+        target = f"={name}:"
+        args = ["new-session", "-d", "-s", name, "-c", cwd, "-P", "-F", "#{pane_id}", *argv]
+        args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
+        args += self._option_args(target, options)
+        return self.run(*args).stdout.strip().splitlines()[0]
+
+    @staticmethod
+    def _option_args(target: str, options: dict[str, str]) -> list[str]:
+        args = [";", "set-option", "-q", "-w", "-t", target, "allow-passthrough", "off"]
+        for key, value in options.items():
+            args += [";", "set-option", "-t", target, key, value]
+            args += [";", "set-option", "-p", "-t", target, key, value]
+        return args
+
+    def respawn(self, pane: str, argv: list[str], cwd: str, options: dict[str, str]) -> None:
+        args = ["respawn-pane", "-k", "-t", pane, "-c", cwd, *argv]
+        args += self._option_args(pane, options)
+        self.run(*args)
+
+    def panes(self) -> list[Pane]:
+        if not self.binary or not os.path.exists(self.socket):
+            return []
+        fmt = SEP.join("#{%s}" % f for f in PANE_FIELDS)
+        proc = self.run("list-panes", "-a", "-F", fmt, check=False)
+        if proc.returncode != 0:
+            return []
+        out = []
+        for line in proc.stdout.splitlines():
+            parts = line.split(SEP)
+            if len(parts) == len(PANE_FIELDS):
+                out.append(Pane(*parts))
+        return out
+
+    def pane_option(self, pane: str, option: str) -> str:
+        proc = self.run("display-message", "-p", "-t", pane, f"#{{{option}}}", check=False)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    def capture(self, pane: str) -> str:
+        return self.run("capture-pane", "-p", "-t", pane, check=False).stdout
+
+    def kill_session(self, name: str) -> None:
+        self.run("kill-session", "-t", f"={name}", check=False)
+
+    def attach_argv(self, name: str) -> list[str]:
+        """argv to bring the user to the session: switch-client when we are inside this server,
+        attach otherwise."""
+        if self.inside and self.inside.split(",")[0] == self.socket:
+            return [self.require(), *self.base, "switch-client", "-t", f"={name}"]
+        return [self.require(), *self.base, "attach-session", "-t", f"={name}"]
