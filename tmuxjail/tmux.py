@@ -19,6 +19,10 @@ from .errors import TmuxjailError, UsageError
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 MIN_VERSION = (3, 2)
 SEP = "\x1f"  # unit separator: never in names, paths we accept, or fingerprints
+CLIENT_ENV = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ",
+    "TMUX_TMPDIR", "DISPLAY", "WAYLAND_DISPLAY",
+})
 PANE_FIELDS = (
     "session_name", "window_id", "pane_id", "pane_pid", "pane_dead", "pane_dead_status",
     "pane_current_command", "@tmuxjail_id", "@tmuxjail_fp", "pane_start_command",
@@ -60,7 +64,9 @@ class Tmux:
                  env: dict | None = None):
         env = os.environ if env is None else env
         self.binary = shutil.which("tmux")
-        self.env = {k: v for k, v in env.items() if k != "TMUX"}
+        # A server that tmuxjail starts inherits this environment as its global one, visible to
+        # `show-environment -g` and every later pane: give it no credentials.
+        self.env = {k: v for k, v in env.items() if k in CLIENT_ENV or k.startswith(("LC_", "XDG_"))}
         self.inside = env.get("TMUX", "")
         if socket_name and socket_path:
             raise UsageError("use either -L or -S, not both")

@@ -54,7 +54,7 @@ class Bwrap:
         # Today's behaviour: the whole host, writable. What is taken away: tmuxjail's own state
         # and private homes (hidden), its config (read-only), the tmux sockets (hidden), and the
         # host's processes: /proc/<pid>/root of the tmux server would otherwise reach its socket.
-        out = ["--bind", "/", "/", "--proc", "/proc"]
+        out = ["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in policy["protected"]:
             out += ["--ro-bind-try", path, path]
         for path in policy["hidden"]:

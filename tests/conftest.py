@@ -1,0 +1,155 @@
+"""Shared fixtures: a private HOME/XDG tree, a private tmux server, stand-in provider CLIs, and a
+runner for the real `tmuxjail` command. Nothing here mocks tmux, bubblewrap or SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+STANDIN = Path(__file__).parent / "standins" / "standin.sh"
+STANDIN_NAMES = ("codex", "claude", "cursor-agent", "pi")
+
+
+def have_jail() -> str | None:
+    if not shutil.which("tmux"):
+        return "tmux is not installed"
+    if not os.access("/usr/bin/bwrap", os.X_OK):
+        return "bubblewrap is not installed"
+    return None
+
+
+class Env:
+    def __init__(self, root: Path):
+        self.root = root
+        self.home = root / "home"
+        self.ws = root / "ws"
+        self.bin = root / "bin"
+        self.outside = root / "outside"
+        for d in (self.home, self.ws, self.bin, self.outside):
+            d.mkdir(parents=True, exist_ok=True)
+        for name in STANDIN_NAMES:
+            dst = self.bin / name
+            shutil.copy(STANDIN, dst)
+            dst.chmod(0o755)
+        self.socket = f"tjtest-{uuid.uuid4().hex[:8]}"
+        self.vars = {
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "TERM": "xterm-256color",
+            "SHELL": "/bin/sh",
+        }
+
+    @property
+    def config_dir(self) -> Path:
+        return self.home / ".config" / "tmuxjail"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home / ".local" / "state" / "tmuxjail"
+
+    @property
+    def store(self) -> Path:
+        return self.state_dir / "store.db"
+
+    def environ(self, **extra) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TMUX", "XDG_"))}
+        env.update(self.vars)
+        env.update(extra)
+        return env
+
+    def run(self, *args, check=False, cwd=None, env_extra=None, timeout=60) -> subprocess.CompletedProcess:
+        env = self.environ(**(env_extra or {}))
+        proc = subprocess.run(
+            [sys.executable, "-m", "tmuxjail", "-L", self.socket, *args],
+            cwd=cwd or self.ws, env=env, capture_output=True, text=True, timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"tmuxjail {args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def json(self, *args, **kw):
+        args = list(args)
+        at = args.index("--") if "--" in args else len(args)
+        proc = self.run(*args[:at], "--json", *args[at:], check=True, **kw)
+        return json.loads(proc.stdout)
+
+    def tmux(self, *args, check=True) -> str:
+        proc = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
+                              env=self.environ())
+        if check and proc.returncode != 0:
+            raise AssertionError(f"tmux {args}: {proc.stderr}")
+        return proc.stdout
+
+    def report(self, name: str = "codex", ws: Path | None = None, timeout: float = 10) -> dict:
+        path = (ws or self.ws) / f".standin-{name}.report"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path.exists():
+                out: dict = {}
+                for line in path.read_text().splitlines():
+                    k, _, v = line.partition(": ")
+                    out.setdefault(k, []).append(v)
+                return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
+            time.sleep(0.05)
+        raise AssertionError(f"no stand-in report at {path}")
+
+    def clear_report(self, name: str = "codex") -> None:
+        (self.ws / f".standin-{name}.report").unlink(missing_ok=True)
+
+    def kill(self):
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = Env(tmp_path)
+    yield e
+    e.kill()
+
+
+@pytest.fixture
+def jail_env(env):
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    return env
+
+
+def process_chain(pid: int) -> list[str]:
+    """Names of pid's ancestors, nearest first."""
+    names = []
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            break
+        names.append(stat[stat.index("(") + 1: stat.rindex(")")])
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+    return names
+
+
+def descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except FileNotFoundError:
+            continue
+        for k in map(int, kids):
+            out.append(k)
+            todo.append(k)
+    return out
