@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import descendants, process_chain
+from conftest import descendants, process_chain
 
 pytestmark = pytest.mark.integration
 FP = re.compile(r"^sha256:[0-9a-f]{64}$")

@@ -1,0 +1,256 @@
+"""Pure pieces: policy resolution, fingerprints, reason codes, argv building, parsing."""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+
+import pytest
+
+from tmuxjail import config, identity, policy, profiles
+from tmuxjail.adapters import get as adapter
+from tmuxjail.errors import NotApproved, UsageError
+from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.sandbox import HostLayout, seccomp
+from tmuxjail.sandbox.bwrap import Bwrap
+
+HOME = "/home/u"
+
+
+def facts(**kw):
+    base = dict(
+        home=HOME, uid=1000, user="u", login_shell="/bin/bash",
+        own_dirs=(f"{HOME}/.config/tmuxjail", f"{HOME}/.local/state/tmuxjail", f"{HOME}/.local/share/tmuxjail"),
+        config_dir=f"{HOME}/.config/tmuxjail", private_home=f"{HOME}/.local/share/tmuxjail/homes/codex/default",
+        backend="bwrap",
+        executable=identity.Resolved(ExecutableIdentity(path="/opt/codex/codex", sha256="sha256:" + "a" * 64),
+                                     ["/opt/codex/codex"], ("/opt/codex",)),
+        allowed_modes=("compatibility", "isolated", "verified"),
+    )
+    base.update(kw)
+    return policy.Facts(**base)
+
+
+def resolve(mode="isolated", ws=(f"{HOME}/src/app",), caps=(), provider="codex", **kw):
+    req = policy.Request(provider=provider, mode=Mode(mode), workspaces=tuple(ws), capabilities=tuple(caps))
+    return policy.as_data(policy.resolve(req, profiles.load(provider), adapter(provider), facts(**kw)))
+
+
+def test_fingerprint_is_stable_and_canonical():
+    a, b = resolve(), resolve()
+    assert policy.fingerprint(a) == policy.fingerprint(b)
+    assert policy.fingerprint(a).startswith("sha256:") and len(policy.fingerprint(a)) == 71
+
+
+@pytest.mark.parametrize("change,code", [
+    (dict(mode="verified"), "mode"),
+    (dict(ws=(f"{HOME}/src/other",)), "workspace"),
+    (dict(executable=identity.Resolved(ExecutableIdentity(path="/opt/codex/codex", sha256="sha256:" + "b" * 64),
+                                       ["/opt/codex/codex"], ("/opt/codex",))), "executable"),
+    (dict(private_home=f"{HOME}/.local/share/tmuxjail/homes/codex/work"), "home"),
+    (dict(backend="seatbelt"), "backend"),
+])
+def test_every_change_moves_the_fingerprint_and_names_its_reason(change, code):
+    old = resolve()
+    new = resolve(**change)
+    assert policy.fingerprint(old) != policy.fingerprint(new)
+    assert code in policy.diff(old, new)
+
+
+def test_profile_change_is_reason_profile():
+    old = resolve()
+    new = dict(old, profile_hash="sha256:other")
+    assert policy.diff(old, new) == ["profile"]
+
+
+def test_strict_env_is_an_allowlist_without_injection_or_tmux():
+    pol = resolve()
+    assert not pol["env_inherit"]
+    names = set(pol["env_names"])
+    assert "OPENAI_API_KEY" in names and "TERM" in names
+    assert not names & policy.INJECTION_ENV
+    assert not {n for n in names if n.startswith("TMUX")}
+    env = dict(pol["env_set"])
+    assert env["CODEX_HOME"] == f"{HOME}/.codex" and env["HOME"] == HOME
+    assert ":" + HOME not in env["PATH"]
+
+
+def test_compatibility_inherits_env_and_protects_config():
+    pol = resolve("compatibility")
+    assert pol["env_inherit"] and pol["private_home"] is None
+    assert f"{HOME}/.config/tmuxjail" in pol["protected"]
+    assert f"{HOME}/.local/state/tmuxjail" in pol["hidden"]
+
+
+@pytest.mark.parametrize("ws", ["/", HOME, "/home"])
+def test_strict_workspace_cannot_contain_home(ws):
+    with pytest.raises(UsageError):
+        resolve(ws=(ws,))
+
+
+def test_workspace_cannot_overlap_tmuxjail_dirs():
+    with pytest.raises(UsageError, match="overlaps"):
+        resolve(ws=(f"{HOME}/.local/share/tmuxjail/homes",))
+
+
+def test_mode_not_allowed_is_not_approved():
+    with pytest.raises(NotApproved):
+        resolve(allowed_modes=("isolated",), mode="verified")
+
+
+def test_verified_binds_baseline_paths_and_refuses_symlink_escape():
+    pol = resolve("verified")
+    assert pol["host_write"] == (f"{HOME}/.codex",) or pol["host_write"] == [f"{HOME}/.codex"]
+    with pytest.raises(UsageError, match="resolves to"):
+        resolve("verified", realpaths={f"{HOME}/.codex": "/etc"})
+    with pytest.raises(UsageError, match="outside"):
+        resolve("verified", realpaths={f"{HOME}/.codex": HOME})
+
+
+def test_git_metadata_protected_in_strict_modes():
+    ws = f"{HOME}/src/app"
+    pol = resolve(git_dirs=(ws,))
+    assert f"{ws}/.git/hooks" in pol["protected"] and f"{ws}/.git/config" in pol["protected"]
+    pol = resolve("verified", git_dirs=(ws,), caps=("git-metadata-write",))
+    assert f"{ws}/.git/hooks" not in pol["protected"]
+
+
+def test_capabilities_only_in_verified_and_known():
+    with pytest.raises(UsageError):
+        resolve(caps=("aws",))
+    with pytest.raises(UsageError, match="unknown capability"):
+        resolve("verified", caps=("nope",))
+
+
+LAYOUT = HostLayout(top={"/bin": "usr/bin", "/lib": "usr/lib"}, tmux_dirs=("/tmp/tmux-1000",),
+                    tmux_files=(f"{HOME}/src/app/tmux.sock",), etc_secrets=("/etc/shadow",))
+
+
+def test_bwrap_isolated_argv():
+    pol = resolve()
+    argv = Bwrap().wrap(pol, ["/opt/codex/codex"], LAYOUT)
+    s = " ".join(argv)
+    for flag in ("--unshare-user", "--unshare-pid", "--die-with-parent", "--cap-drop ALL", "--tmpfs /tmp",
+                 "--proc /proc", f"--bind {pol['private_home']} {HOME}", f"--bind {HOME}/src/app {HOME}/src/app",
+                 "--symlink usr/bin /bin", "--ro-bind /dev/null /etc/shadow", f"--chdir {HOME}/src/app"):
+        assert flag in s, flag
+    # the home mount comes before binds beneath it; the socket mask comes after the workspace bind
+    assert s.index(f"{HOME} --bind") < s.index(f"--bind {HOME}/src/app")
+    assert s.index(f"--ro-bind /dev/null {HOME}/src/app/tmux.sock") > s.index(f"--bind {HOME}/src/app")
+    assert "--bind / /" not in s and "/tmp/tmux-1000" not in s  # not mounted at all
+    assert argv[-2:] == ["--", "/opt/codex/codex"]
+
+
+def test_bwrap_compatibility_argv_hides_state_and_tmux():
+    pol = resolve("compatibility")
+    s = " ".join(Bwrap().wrap(pol, ["x"], LAYOUT))
+    assert "--bind / /" in s and "--unshare-pid" in s
+    assert f"--tmpfs {HOME}/.local/state/tmuxjail" in s and f"--tmpfs {HOME}/.local/share/tmuxjail" in s
+    assert f"--ro-bind-try {HOME}/.config/tmuxjail {HOME}/.config/tmuxjail" in s
+    assert "--tmpfs /tmp/tmux-1000" in s and f"--ro-bind /dev/null {HOME}/src/app/tmux.sock" in s
+
+
+def test_bwrap_verified_home_is_tmpfs_with_baseline_bound():
+    s = " ".join(Bwrap().wrap(resolve("verified"), ["x"], LAYOUT))
+    assert f"--tmpfs {HOME}" in s and f"--bind-try {HOME}/.codex {HOME}/.codex" in s
+
+
+def test_seccomp_program_shape():
+    prog = seccomp.program("x86_64")
+    assert len(prog) == 10 * 8
+    ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+    assert ins[-1][3] == 0x00050000 | 1 and ins[-2][3] == 0x7FFF0000
+    assert {seccomp.TIOCSTI, seccomp.TIOCLINUX} <= {k for *_, k in ins}
+    with pytest.raises(KeyError):
+        seccomp.program("mips")
+
+
+def test_config_parse_and_narrowing():
+    c = config.parse('allowed_modes = ["isolated", "verified"]\ndefault_mode = "isolated"\n', "c.toml",
+                     env_allowed="verified,compatibility")
+    assert c.allowed_modes == ("verified",)
+    for bad in ('allowed_modes = ["root"]', "nope = 1", "allowed_modes = [", 'providers.codex.executable = "rel"'):
+        with pytest.raises(UsageError) as e:
+            config.parse(bad, "c.toml")
+        assert "c.toml" in e.value.message or "TMUXJAIL" in e.value.message
+        assert "\n" not in e.value.message
+
+
+def test_profile_errors_name_file_and_key():
+    shared = profiles.shared_capabilities()
+    with pytest.raises(UsageError, match=r"x.toml: profile_version"):
+        profiles.parse_profile("x.toml", b'provider="x"\nprofile_version=""\ndisplay_name="X"\nexecutables=["x"]\n', shared)
+    with pytest.raises(UsageError, match=r"x.toml: baseline: unknown capability"):
+        profiles.parse_profile("x.toml", b'provider="x"\nprofile_version="1"\ndisplay_name="X"\nexecutables=["x"]\nbaseline=["zz"]\n', shared)
+    with pytest.raises(UsageError, match="not valid TOML"):
+        profiles.parse_profile("x.toml", b"provider = [", shared)
+
+
+def test_all_shipped_profiles_load():
+    assert set(profiles.available()) >= {"codex", "claude-code", "cursor", "pi", "shell"}
+    for name in profiles.available():
+        p = profiles.load(name)
+        assert p.baseline and p.hash.startswith("sha256:")
+
+
+def test_adapter_argv():
+    assert adapter("codex").resume_argv(["codex"], None, []) == ["codex", "--no-daemon", "resume", "--last"]
+    assert adapter("codex").start_argv(["codex"], None, ["-m", "x"]) == ["codex", "--no-daemon", "-m", "x"]
+    cc = adapter("claude-code")
+    sid = cc.new_native_id()
+    assert cc.start_argv(["claude"], sid, []) == ["claude", "--session-id", sid]
+    assert cc.resume_argv(["claude"], sid, []) == ["claude", "--resume", sid]
+    assert adapter("cursor").resume_argv(["a"], "chat1", []) == ["a", "--resume", "chat1"]
+    assert adapter("pi").resume_argv(["node", "cli.js"], None, []) == ["node", "cli.js", "--continue"]
+    assert cc.env(HOME, "isolated", 0)["IS_SANDBOX"] == "1"
+    assert adapter("pi").env(HOME, "isolated", 1000) == {"PI_CODING_AGENT_DIR": f"{HOME}/.pi/agent"}
+
+
+def test_codex_npm_launcher_resolves_to_native_binary(tmp_path):
+    pkg = tmp_path / "lib/node_modules/@openai/codex"
+    (pkg / "bin").mkdir(parents=True)
+    launcher = pkg / "bin/codex.js"
+    launcher.write_text("#!/usr/bin/env node\n")
+    native = tmp_path / "lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+    native.parent.mkdir(parents=True)
+    native.write_bytes(b"\x7fELF native")
+    native.chmod(0o755)
+    (native.parent.parent / "codex-package.json").write_text('{"version": "0.171.0"}')
+    link = tmp_path / "bin/codex"
+    link.parent.mkdir()
+    link.symlink_to(launcher)
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("layout written for x86_64")
+    r = identity.resolve(adapter("codex"), link, "/usr/bin:/bin", None)
+    assert r.identity.path == str(native) and r.identity.version == "0.171.0"
+    assert r.argv == [str(native)]
+
+
+class MemCache:
+    def __init__(self):
+        self.d, self.hashed = {}, 0
+
+    def get_digest(self, path, key):
+        return self.d.get((path, key))
+
+    def put_digest(self, path, key, digest):
+        self.hashed += 1
+        self.d[(path, key)] = digest
+
+
+def test_digest_cache_hits_and_sees_in_place_replacement(tmp_path):
+    f = tmp_path / "bin"
+    f.write_bytes(b"A" * 4096)
+    cache = MemCache()
+    d1 = identity.sha256_file(f, cache)
+    assert identity.sha256_file(f, cache) == d1 and cache.hashed == 1
+    st = f.stat()
+    time.sleep(0.01)
+    with open(f, "r+b") as fh:  # same size ...
+        fh.write(b"B")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... same mtime: only ctime moved
+    d2 = identity.sha256_file(f, cache)
+    assert d2 != d1 and cache.hashed == 2
