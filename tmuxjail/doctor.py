@@ -53,6 +53,11 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     machine = platform.machine()
     add("seccomp filter", seccomp.supported(machine), f"TIOCSTI/TIOCLINUX filter for {machine}",
         "no fix on this machine: strict modes refuse to run")
+    from .sandbox import landlock
+
+    ll = landlock.abi()
+    add("landlock scope", ll >= landlock.MIN_ABI, f"Landlock ABI {ll} (6+ keeps strict jails off host abstract unix sockets)",
+        f'upgrade to Linux 6.12+, or accept the gap in the config: accept_missing_guards = ["{landlock.GUARD}"]')
     tiocsti = _read("/proc/sys/dev/tty/legacy_tiocsti")
     add("legacy TIOCSTI", True, f"dev.tty.legacy_tiocsti={tiocsti}; blocked inside jails by seccomp"
         if tiocsti is not None else "not reported by this kernel", required=False)

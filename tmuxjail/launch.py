@@ -89,6 +89,13 @@ def main(argv: list[str]) -> None:
     keep.append(status)
     for fd in keep:
         os.set_inheritable(fd, True)
+    if spec.get("landlock_scope"):
+        from .sandbox import landlock
+
+        try:
+            landlock.scope_self()
+        except OSError as exc:
+            die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     bwrap, *rest = spec["argv"]
     full = [bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(status), *rest]
     # Nothing else of ours leaks into the jail.

@@ -110,6 +110,13 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
 
     if not unguarded and not supported(platform.machine()):
         raise SandboxUnavailable(f"no seccomp filter for {platform.machine()}; the jail cannot block TIOCSTI here")
+    from .sandbox import landlock
+
+    if mode.strict and landlock.abi() < landlock.MIN_ABI and landlock.GUARD not in cfg.accept_missing_guards:
+        raise SandboxUnavailable(
+            f"this kernel's Landlock (ABI {landlock.abi()}) cannot keep the jail off the host's abstract unix sockets",
+            hint=f'upgrade to Linux 6.12+, or accept the gap: accept_missing_guards = ["{landlock.GUARD}"] in the config',
+        )
 
     store = ctx.store
     path_env = ctx.env.get("PATH", os.defpath)
@@ -171,11 +178,18 @@ def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], ung
         "session_id": sid, "fingerprint": fp, "policy": pol, "argv": argv,
         "env": _jail_env(ctx, pol), "store": str(ctx.paths.store), "status_file": str(status),
         "machine": platform.machine(), "sandboxed": not unguarded,
+        "landlock_scope": pol["mode"] != "compatibility" and _landlock_ok(),
     }
     fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(body, f)
     return spec, status
+
+
+def _landlock_ok() -> bool:
+    from .sandbox import landlock
+
+    return landlock.abi() >= landlock.MIN_ABI
 
 
 def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:

@@ -233,7 +233,7 @@ def _compatibility(policy: dict, host: HostLayout, params: _Params) -> list[str]
     anc = _ancestor_names(params, [*policy["hidden"], *policy["protected"]])
     out += _deny("file-write-unlink", [_lit(n) for n in anc],
                  "no renaming a parent away to move the hidden or read-only trees (rename bypass)")
-    out += _tmux_denies(host, params)
+    out += _tmux_denies(host, params, hidden)
     return out
 
 
@@ -253,33 +253,38 @@ def _tmux_names(host: HostLayout, params: _Params) -> tuple[list[str], list[str]
     return dirs, files
 
 
-def _tmux_denies(host: HostLayout, params: _Params) -> list[str]:
+def _tmux_denies(host: HostLayout, params: _Params, hidden: list[str]) -> list[str]:
     dirs, files = _tmux_names(host, params)
     out = _deny("file-read* file-write*", [f for n in dirs for f in _node(n)] + [_lit(n) for n in files],
                 "the tmux socket directories and sockets: hidden")
-    sockets = ([f"(remote unix-socket (subpath {_p(n)}))" for n in dirs]
+    sockets = ([f"(remote unix-socket (subpath {_p(n)}))" for n in (*dirs, *hidden)]
                + [f"(remote unix-socket (path-literal {_p(n)}))" for n in files])
-    out += _deny("network-outbound", sockets, "no connect() to a tmux server (new-window would run outside the jail)")
+    out += _deny("network-outbound", sockets,
+                 "no connect() to a tmux server (new-window would run outside the jail) or into tmuxjail's state")
+    out += _deny("network-bind", [s.replace("(remote ", "(local ", 1) for s in sockets],
+                 "and no socket of our own in their place")
     return out
 
 
 class _Excl:
-    """Paths no allow rule may reach, each kept with its value so that a rule only carries the
-    exclusions that can overlap its root (a string that is not under the root, nor above it,
-    can never match a path the root matches)."""
+    """Paths no allow rule may reach. A rule only carries the exclusions that can overlap its
+    root (a string neither under the root nor above it never matches a path the root matches);
+    a parameter is defined only once some rule uses it."""
 
-    def __init__(self) -> None:
-        self.items: list[tuple[str, str, str]] = []  # (value, param name, "dir" | "file")
+    def __init__(self, params: _Params) -> None:
+        self.params = params
+        self.items: list[tuple[str, str, str]] = []  # (value, role, "dir" | "file")
 
-    def add(self, params: _Params, role: str, path: str, kind: str) -> None:
+    def add(self, role: str, path: str, kind: str) -> None:
         for value in spellings(path):
-            self.items.append((value, params.name(role, value), kind))
+            self.items.append((value, role, kind))
 
     def filters(self, roots: list[str], socket: str = "") -> list[str]:
         out: list[str] = []
-        for value, name, kind in self.items:
+        for value, role, kind in self.items:
             if not any(_under(value, r) or _under(r, value) for r in roots):
                 continue
+            name = self.params.name(role, value)
             if socket:
                 f = (f"(subpath {_p(name)})" if kind == "dir" else f"(path-literal {_p(name)})")
                 out.append(f"({socket} unix-socket {f})")
@@ -303,28 +308,28 @@ def _strict(policy: dict, host: HostLayout, params: _Params) -> list[str]:
     # What no allow rule may reach: tmuxjail's state/config/data (hidden) and the tmux sockets.
     # The private home lives inside the hidden data dir: it is the one grant there, so its own
     # rules leave out the hidden exclusion (sockets and protected paths still apply).
-    sockets = _Excl()
+    sockets = _Excl(params)
     for d in host.tmux_dirs:
-        sockets.add(params, "TMUX_DIR", d, "dir")
+        sockets.add("TMUX_DIR", d, "dir")
     for f in host.tmux_files:
-        sockets.add(params, "TMUX_SOCKET", f, "file")
-    never = _Excl()
+        sockets.add("TMUX_SOCKET", f, "file")
+    never = _Excl(params)
     for h in policy["hidden"]:
-        never.add(params, "HIDDEN", h, "dir")
+        never.add("HIDDEN", h, "dir")
     never.items += sockets.items
 
     # Read-only inside writable roots: .git/hooks, .git/config, and their parents up to the root
     # (no renaming .git away, writing into it, and renaming it back).
-    keep = _Excl()
+    keep = _Excl(params)
     writable = [*policy["workspace_write"], *(policy["host_write"] if mode == "verified" else ()),
                 *([private] if private else [])]
     for prot in policy["protected"]:
-        keep.add(params, "PROTECTED", prot, "dir")
+        keep.add("PROTECTED", prot, "dir")
     for prot in policy["protected"]:
         for root in writable:
             for a in ancestors(prot):
                 if _under(a, root) and _norm(a) != _norm(root):
-                    keep.add(params, "PARENT", a, "file")
+                    keep.add("PARENT", a, "file")
 
     def read_rule(role: str, path: str, excl: _Excl = never) -> list[str]:
         return [_except(_sub(n), excl.filters([v])) for v, n in zip(spellings(path), params.names(role, path))]

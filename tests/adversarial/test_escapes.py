@@ -1,0 +1,230 @@
+"""Escape attempts, each run from inside a real jailed pane (a jailed shell), as whoever runs the
+suite (CI runs it as root and as an ordinary user). Every attack asserts that it failed and that
+nothing outside changed; next to them, the legitimate paths still work."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.adversarial
+STRICT = ("isolated", "verified")
+ALL = ("compatibility", *STRICT)
+
+
+class Jail:
+    def __init__(self, env, mode):
+        self.env, self.mode = env, mode
+        self.info = env.json("start", "shell", "--mode", mode, "--workspace", str(env.ws), "--name", "j", "--detach")
+        self.n = 0
+
+    def sh(self, script: str, timeout: float = 15) -> str:
+        """Run a script in the jailed shell (as an agent would) and return its output."""
+        self.n += 1
+        src, out = self.env.ws / f".attack{self.n}.sh", self.env.ws / f".attack{self.n}.out"
+        src.write_text(textwrap.dedent(script))
+        self.env.tmux("send-keys", "-t", "=j:", f"sh {src} > {out}.tmp 2>/dev/null; mv {out}.tmp {out}", "Enter")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if out.exists():
+                return out.read_text()
+            time.sleep(0.05)
+        raise AssertionError(f"attack {self.n} did not finish: {self.env.tmux('capture-pane', '-p', '-t', '=j:')}")
+
+
+@pytest.fixture
+def world(jail_env):
+    """Things outside the jail that an attack would want, and a way to see they are unchanged."""
+    env = jail_env
+    (env.home / ".ssh").mkdir()
+    (env.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    sentinel = env.outside / "sentinel"
+    sentinel.write_text("untouched")
+    env.sentinel = sentinel
+
+    def unchanged():
+        assert sentinel.read_text() == "untouched"
+        assert (env.home / ".ssh" / "id_ed25519").read_text() == "PRIVATE KEY"
+        sessions = sorted(env.tmux("ls", "-F", "#{session_name}").split())
+        assert sessions == ["j"], sessions
+        n = sqlite3.connect(env.store).execute("SELECT count(*) FROM sessions").fetchone()[0]
+        assert n == 1
+    env.unchanged = unchanged
+    return env
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_tmux_unreachable_by_any_route(world, mode):
+    env = world
+    jail = Jail(env, mode)
+    sock = env.tmux("display-message", "-p", "#{socket_path}").strip()
+    out = jail.sh(f"""
+        tmux new-window 'touch {env.sentinel}.tmux' 2>/dev/null && echo NEWWIN
+        tmux -L {env.socket} new-window 'touch {env.sentinel}.tmux' 2>/dev/null && echo DASH_L
+        tmux -S {sock} new-window 'touch {env.sentinel}.tmux' 2>/dev/null && echo DASH_S
+        for d in /tmp /run/user/$(id -u) ${{TMUX_TMPDIR:-/tmp}}; do find $d -type s 2>/dev/null; done | grep -q tmux && echo SCAN
+        python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{sock}'); print('CONNECT')" 2>/dev/null
+        find /proc/[0-9]*/root/tmp/tmux-* -type s 2>/dev/null | grep -q . && echo PROCROOT
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert not Path(f"{env.sentinel}.tmux").exists()
+    env.unchanged()
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_tmuxjail_state_and_other_homes_unreachable(world, mode):
+    env = world
+    other = env.home / ".local/share/tmuxjail/homes/codex/default"
+    other.mkdir(parents=True)
+    (other / "token").write_text("other session's login")
+    jail = Jail(env, mode)
+    out = jail.sh(f"""
+        cat {env.store} >/dev/null 2>&1 && echo READ_STORE
+        cat {other}/token 2>/dev/null && echo READ_OTHER_HOME
+        # Writes may land in a tmpfs or the private home; what matters is the host copy below.
+        echo x > {env.store}
+        echo x > {other}/token
+        mkdir -p {env.config_dir}; echo 'allowed_modes=["compatibility"]' > {env.config_dir}/config.toml
+        PATH={Path(os.sys.executable).parent}:$PATH tmuxjail -L {env.socket} start shell --detach >/dev/null 2>&1 && echo NESTED_START
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert not (env.config_dir / "config.toml").exists()
+    assert (other / "token").read_text() == "other session's login"
+    env.unchanged()  # includes: the store still opens and holds one session
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_host_home_and_planted_sockets_unreachable(world, mode):
+    env = world
+    planted = Path(f"/tmp/tj-planted-{os.getpid()}-{mode}.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(planted))
+    srv.listen(1)
+    abstract = socket.socket(socket.AF_UNIX)
+    name = f"\0tj-abstract-{os.getpid()}-{mode}"
+    abstract.bind(name)
+    abstract.listen(1)
+    try:
+        jail = Jail(env, mode)
+        out = jail.sh(f"""
+            cat {env.home}/.ssh/id_* 2>/dev/null && echo READ_SSH
+            ls {env.home}/.ssh >/dev/null 2>&1 && echo SEE_SSH
+            echo x > {env.sentinel}
+            python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{planted}'); print('PLANTED')" 2>/dev/null
+            python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\0{name[1:]}'); print('ABSTRACT')" 2>/dev/null
+            touch ./legit && echo WORKSPACE_OK
+            echo end
+        """)
+        assert out.split() == ["WORKSPACE_OK", "end"], out
+        assert (env.ws / "legit").exists()
+        env.unchanged()
+    finally:
+        srv.close()
+        abstract.close()
+        planted.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_processes_privileges_and_daemons(world, mode):
+    env = world
+    jail = Jail(env, mode)
+    host_pid = os.getpid()
+    out = jail.sh(f"""
+        ls /proc | grep -qx {host_pid} && echo SEE_HOST_PID
+        cat /proc/{host_pid}/environ >/dev/null 2>&1 && echo READ_ENVIRON
+        grep -q '^CapEff:.0000000000000000' /proc/self/status || echo CAPS
+        grep -q '^NoNewPrivs:.1' /proc/self/status || echo NNP_OFF
+        mount -o remount,rw / 2>/dev/null && echo REMOUNT
+        umount /proc 2>/dev/null && echo UMOUNT
+        mknod ./dev0 c 1 3 2>/dev/null && echo MKNOD
+        [ {mode!r} = compatibility ] || {{ ln /etc/passwd ./passwd-link 2>/dev/null && echo HARDLINK; }}
+        setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &
+        nohup sleep 301 </dev/null >/dev/null 2>&1 &
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    env.run("stop", "j", check=True)
+    time.sleep(0.5)
+    leftovers = subprocess.run(["pgrep", "-f", "sleep 30[01]"], capture_output=True, text=True).stdout.split()
+    assert not leftovers, "a daemon outlived the jail"
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_tiocsti_injection_refused(world, mode):
+    env = world
+    jail = Jail(env, mode)
+    out = jail.sh(r"""
+        python3 - <<'PY'
+        import fcntl, os, termios
+        for name, req, arg in (("STI", termios.TIOCSTI, b"x"), ("LINUX", 0x541C, bytes([3]))):
+            try:
+                fcntl.ioctl(0, req, arg)
+                print(name)
+            except OSError as e:
+                print(name.lower() + "-refused" if e.errno == 1 else name.lower() + "-errno" + str(e.errno))
+        PY
+        echo end
+    """)
+    assert "STI" not in out.split() and "LINUX" not in out.split(), out
+    assert "sti-refused" in out
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_symlinks_cannot_reach_host_secrets(world, mode):
+    env = world
+    (env.ws / "pre-link").symlink_to(env.home / ".ssh" / "id_ed25519")
+    jail = Jail(env, mode)
+    out = jail.sh(f"""
+        cat ./pre-link 2>/dev/null && echo READ_PRE
+        echo pwned > ./pre-link 2>/dev/null; true
+        ln -s {env.home}/.ssh/id_ed25519 ./new-link; cat ./new-link 2>/dev/null && echo READ_NEW
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    env.unchanged()
+
+
+def test_git_hooks_readonly_but_commits_work(world):
+    env = world
+    subprocess.run(["git", "init", "-q", str(env.ws)], check=True)
+    jail = Jail(env, "isolated")
+    out = jail.sh("""
+        echo 'touch /tmp/pwned' > .git/hooks/post-checkout 2>/dev/null && echo HOOK_PLANTED
+        git config core.hooksPath /tmp 2>/dev/null && echo CONFIG_WRITTEN
+        echo hi > f && git add f && git -c user.email=a@b -c user.name=a commit -qm m && echo COMMIT_OK
+        echo end
+    """)
+    assert out.split() == ["COMMIT_OK", "end"], out
+    assert not (env.ws / ".git/hooks/post-checkout").exists()
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_environment_is_an_allowlist(world, mode):
+    env = world
+    env.run("start", "shell", "--mode", mode, "--workspace", str(env.ws), "--name", "j", "--detach", check=True,
+            env_extra={"LD_PRELOAD": "/evil.so", "NODE_OPTIONS": "--require /evil", "AWS_SECRET_ACCESS_KEY": "k"})
+    jail = Jail.__new__(Jail)
+    jail.env, jail.mode, jail.n = env, mode, 0
+    out = jail.sh("env | cut -d= -f1 | sort | tr '\\n' ' '")
+    names = set(out.split())
+    assert not names & {"LD_PRELOAD", "NODE_OPTIONS", "AWS_SECRET_ACCESS_KEY", "TMUX", "TMUX_PANE"}, names
+    assert names <= {"HOME", "USER", "LOGNAME", "SHELL", "PATH", "TMPDIR", "TERM", "LANG", "PWD", "SHLVL", "_", "OLDPWD"}
+
+
+def test_legit_private_home_persists_across_resume(world):
+    env = world
+    jail = Jail(env, "isolated")
+    jail.sh("echo kept > ~/state")
+    env.kill()
+    env.run("resume", "j", "--detach", check=True)
+    assert jail.sh("cat ~/state").strip() == "kept"
