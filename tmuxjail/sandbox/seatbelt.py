@@ -55,6 +55,10 @@ TEMP_REGEXES = (
     r"^/private/var/folders/[^/]+/[^/]+/T(/.*)?$",
     r"^/var/folders/[^/]+/[^/]+/T(/.*)?$",
 )
+TEMP_WRITE_REGEXES = (  # inside T, not T itself
+    r"^/private/var/folders/[^/]+/[^/]+/T/.+$",
+    r"^/var/folders/[^/]+/[^/]+/T/.+$",
+)
 TEMP_METADATA_REGEXES = (
     r"^/private/var/folders$",
     r"^/private/var/folders/[^/]+$",
@@ -199,6 +203,7 @@ def _deny(ops: str, filters: list[str], comment: str = "") -> list[str]:
 
 def _except(root: str, excluded: list[str]) -> str:
     """root minus each excluded filter, as one filter (require-all + require-not)."""
+    excluded = list(dict.fromkeys(excluded))
     if not excluded:
         return root
     return "(require-all " + root + " " + " ".join(f"(require-not {e})" for e in excluded) + ")"
@@ -230,9 +235,11 @@ def _compatibility(policy: dict, host: HostLayout, params: _Params) -> list[str]
                  "tmuxjail's state, data and every private home: hidden")
     out += _deny("file-write*", [f for n in protected for f in _node(n)],
                  "tmuxjail's config: read-only")
-    anc = _ancestor_names(params, [*policy["hidden"], *policy["protected"]])
+    anc = _ancestor_names(params, [*policy["hidden"], *policy["protected"], *host.tmux_dirs,
+                                   *host.tmux_files])
     out += _deny("file-write-unlink", [_lit(n) for n in anc],
-                 "no renaming a parent away to move the hidden or read-only trees (rename bypass)")
+                 "no renaming a parent away to move the hidden or read-only trees or a tmux socket "
+                 "(rename bypass)")
     out += _tmux_denies(host, params, hidden)
     return out
 
@@ -318,18 +325,21 @@ def _strict(policy: dict, host: HostLayout, params: _Params) -> list[str]:
         never.add("HIDDEN", h, "dir")
     never.items += sockets.items
 
-    # Read-only inside writable roots: .git/hooks, .git/config, and their parents up to the root
-    # (no renaming .git away, writing into it, and renaming it back).
+    # Read-only inside writable roots: .git/hooks and .git/config. And no rename of a parent,
+    # inside a writable root, of anything protected, hidden or a tmux socket: renaming .git away,
+    # writing into it and renaming it back, or moving a socket's directory to a reachable name.
     keep = _Excl(params)
     writable = [*policy["workspace_write"], *(policy["host_write"] if mode == "verified" else ()),
-                *([private] if private else [])]
+                *([private] if private else []), *TEMP_SUBPATHS]
     for prot in policy["protected"]:
         keep.add("PROTECTED", prot, "dir")
-    for prot in policy["protected"]:
+    guarded = [*policy["protected"], *policy["hidden"], *host.tmux_dirs, *host.tmux_files]
+    for target in guarded:
         for root in writable:
-            for a in ancestors(prot):
-                if _under(a, root) and _norm(a) != _norm(root):
-                    keep.add("PARENT", a, "file")
+            for t in spellings(target):
+                for a in ancestors(t):
+                    if _under(a, root) and _norm(a) != _norm(root):
+                        keep.add("PARENT", a, "file")
 
     def read_rule(role: str, path: str, excl: _Excl = never) -> list[str]:
         return [_except(_sub(n), excl.filters([v])) for v, n in zip(spellings(path), params.names(role, path))]
@@ -369,11 +379,15 @@ def _strict(policy: dict, host: HostLayout, params: _Params) -> list[str]:
         out += _allow("file-write*", write_rule("PRIVATE_HOME", private, sockets),
                       "the private home: write")
 
-    temp = ([_except(f"(subpath {_q(t)})", never.filters([t])) for t in TEMP_SUBPATHS]
-            + [_except(f"(regex {_rx(rx)})", never.filters(["/private/var/folders", "/var/folders"]))
-               for rx in TEMP_REGEXES])
-    out += _allow("file-read* file-write*", temp,
+    folders = ["/private/var/folders", "/var/folders"]
+    out += _allow("file-read*",
+                  [_except(f"(subpath {_q(t)})", never.filters([t])) for t in TEMP_SUBPATHS]
+                  + [_except(f"(regex {_rx(rx)})", never.filters(folders)) for rx in TEMP_REGEXES],
                   "shared temp dirs (macOS has no private /tmp), minus the tmux and launchd sockets")
+    out += _allow("file-write*",
+                  [_except(f"(subpath {_q(t)})", never.filters([t]) + keep.filters([t])) for t in TEMP_SUBPATHS]
+                  + [_except(f"(regex {_rx(rx)})", never.filters(folders) + keep.filters(folders))
+                     for rx in TEMP_WRITE_REGEXES])
     out += _allow("file-read-metadata", [f"(regex {_rx(rx)})" for rx in TEMP_METADATA_REGEXES])
 
     # connect() to a unix socket is network-outbound, not a file access: only inside the jail's
@@ -478,8 +492,7 @@ def env_overrides(policy: dict) -> dict[str, str]:
 class Seatbelt:
     name = NAME
 
-    def __init__(self, path: str = SANDBOX_EXEC):
-        self.path = path
+    path = SANDBOX_EXEC  # fixed: never from PATH, never configurable
 
     def available(self) -> str | None:
         if not os.access(SANDBOX_EXEC, os.X_OK):
