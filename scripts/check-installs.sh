@@ -5,7 +5,7 @@
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 src=$(mktemp -d)  # a private copy: building writes into the source tree
-tar -C "$repo" --exclude=./.venv --exclude=./.git --exclude=./build -cf - . | tar -C "$src" -xf -
+tar -C "$repo" --exclude=./.venv --exclude=./.git --exclude=./build --exclude=./.hypothesis --exclude=./.pytest_cache -cf - . | tar -C "$src" -xf -
 py=${PYTHON:-/usr/bin/python3}
 check() {  # $1: method, $2: path of the installed tmuxjail
   ws=$(mktemp -d); sock="tj-install-$$-$1"

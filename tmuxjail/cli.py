@@ -55,6 +55,8 @@ def _parser():
     s.add_argument("--detach", action="store_true", help="do not attach or switch the client")
     s.add_argument("--non-interactive", action="store_true", help="never prompt; fail instead")
     s.add_argument("--dry-run", action="store_true", help="print the policy, fingerprint, pane command and sandbox argv; run nothing")
+    s.add_argument("--backend", choices=("bwrap", "seatbelt"), default=None,
+                   help="with --dry-run: show what this backend would run (seatbelt = the macOS profile, auditable anywhere)")
     s.add_argument("--json", action="store_true", help="print JSON")
 
     r = cmd("resume", "reattach a live session, or relaunch the CLI's resume in the same jail", "tmuxjail resume app")
@@ -241,7 +243,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace),
             name=args.name, env_name=args.env_name, capabilities=tuple(args.capability),
             detach=args.detach, non_interactive=args.non_interactive, dry_run=args.dry_run,
-            args=tuple(passthrough))
+            args=tuple(passthrough), backend=args.backend)
         result = sessions.start(ctx, opts)
         if args.dry_run:
             if json_out:
@@ -253,6 +255,10 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
                 print(_policy_text(result["policy"]))
                 print("pane command:\n  " + shlex.join(result["pane_command"]))
                 print("sandbox argv:\n  " + shlex.join(result["sandbox_argv"]))
+                if result.get("seatbelt_profile"):
+                    print("seatbelt profile:\n" + result["seatbelt_profile"])
+                    print("seatbelt parameters:")
+                    print("\n".join(f"  {k}={v}" for k, v in result["seatbelt_params"].items()))
                 print("environment names:\n  " + " ".join(result["env_names"]))
             return 0
         _print_json(result) if json_out else print(

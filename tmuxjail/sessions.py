@@ -57,6 +57,7 @@ class StartOptions:
     non_interactive: bool = False
     dry_run: bool = False
     args: tuple[str, ...] = ()
+    backend: str | None = None
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -145,6 +146,12 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     pol = policy.resolve(req, profile, adapter, facts)
     data = policy.as_data(pol)
     return req, data, policy.fingerprint(data), adapter, resolved, backend, unguarded
+
+
+def policy_fingerprint(pol: dict) -> str:
+    from .policy import fingerprint
+
+    return fingerprint(pol)
 
 
 def _jail_env(ctx: Context, pol: dict) -> dict[str, str]:
@@ -246,11 +253,25 @@ def start(ctx: Context, opts: StartOptions) -> dict:
     native_id = adapter.new_native_id()
     cli_argv = adapter.start_argv(resolved.argv, native_id, list(opts.args))
     sandbox_argv = _sandbox_argv(ctx, pol, backend, cli_argv, unguarded)
+    if opts.backend == "seatbelt" and not opts.dry_run:
+        raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
     if opts.dry_run:
         spec = ctx.paths.spool / "<session-id>-<token>.json"
-        return {"dry_run": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
-                "policy": pol, "pane_command": _pane_argv(ctx, fp, spec), "sandbox_argv": sandbox_argv,
-                "env_names": sorted(_jail_env(ctx, pol))}
+        out = {"dry_run": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
+               "policy": pol, "pane_command": _pane_argv(ctx, fp, spec), "sandbox_argv": sandbox_argv,
+               "env_names": sorted(_jail_env(ctx, pol))}
+        if opts.backend == "seatbelt":
+            from . import host
+            from .sandbox import seatbelt
+
+            # Audit what macOS would run: the same policy, with the backend it would record.
+            mac = dict(pol, backend=seatbelt.Seatbelt.name)
+            layout = host.layout(ctx.tmux.socket, ctx.env)
+            text, params = seatbelt.profile(mac, layout)
+            out.update(policy=mac, fingerprint=policy_fingerprint(mac),
+                       sandbox_argv=seatbelt.Seatbelt().wrap(mac, cli_argv, layout),
+                       seatbelt_profile=text, seatbelt_params=params)
+        return out
 
     ctx.tmux.require()
     store = ctx.store

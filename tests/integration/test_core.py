@@ -297,3 +297,13 @@ def test_doctor_json(env):
     names = {c["check"] for c in data["checks"]}
     assert {"tmux", "bubblewrap", "store"} <= names
     assert proc.returncode == (0 if data["ok"] else 1)
+
+
+def test_seatbelt_backend_is_auditable_anywhere_but_runs_only_on_a_mac(env):
+    out = env.json("start", "codex", "--mode", "verified", "--workspace", str(env.ws), "--dry-run",
+                   "--backend", "seatbelt")
+    assert out["sandbox_argv"][:2] == ["/usr/bin/sandbox-exec", "-p"]
+    assert out["policy"]["backend"] == "seatbelt" and "(deny default)" in out["seatbelt_profile"]
+    assert str(env.ws) not in out["seatbelt_profile"] and str(env.ws) in out["seatbelt_params"].values()
+    proc = env.run("start", "codex", "--backend", "seatbelt", "--detach")
+    assert proc.returncode == 2 and "only with --dry-run" in proc.stderr and _rows(env) == 0
