@@ -296,6 +296,9 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
 
 
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `tmuxjail list | head` ends quietly
     argv = sys.argv[1:]
     if argv in (["--version"], ["-V"]):  # fast path: no argparse, nothing else imported
         from . import __version__
