@@ -75,3 +75,26 @@ def userns_works(bwrap: str) -> tuple[bool, str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, str(exc)
     return proc.returncode == 0, proc.stderr.strip()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def jail_exec_started(sandbox_pid: int) -> bool:
+    """True once the command inside the sandbox is running. bwrap reports its child's pid before
+    that child has set the sandbox up, so the pid alone proves nothing: wait until a descendant
+    has exec'd something other than bwrap (setup succeeded and the CLI was exec'd)."""
+    todo = [sandbox_pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "bwrap":
+                return True
+        except OSError:
+            pass
+        todo += _children(pid)
+    return False

@@ -212,14 +212,17 @@ def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:
 
 def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | None:
     """None once the sandbox is up, else the reason it is not (read from the dead pane)."""
+    from .host import jail_exec_started
+
     deadline = time.monotonic() + READY_TIMEOUT
     while time.monotonic() < deadline:
         if not unguarded:
             try:
-                if "child-pid" in status.read_text():
-                    return None
-            except FileNotFoundError:
-                pass
+                report = json.loads(status.read_text().split("\n", 1)[0] or "{}")
+            except (FileNotFoundError, ValueError):
+                report = {}
+            if "child-pid" in report and jail_exec_started(int(report["child-pid"])):
+                return None
         if ctx.tmux.pane_option(pane, "pane_dead") == "1":
             lines = [l for l in ctx.tmux.capture(pane).splitlines() if l.strip()]
             reason = next((l for l in reversed(lines) if "bwrap" in l or "tmuxjail:" in l), None)

@@ -153,7 +153,8 @@ class Tmux:
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     def capture(self, pane: str) -> str:
-        return self.run("capture-pane", "-p", "-t", pane, check=False).stdout
+        # -S: a dead pane scrolls its last output into the history before "Pane is dead".
+        return self.run("capture-pane", "-p", "-J", "-S", "-200", "-t", pane, check=False).stdout
 
     def kill_session(self, name: str) -> None:
         self.run("kill-session", "-t", f"={name}", check=False)
