@@ -84,11 +84,11 @@ def main(argv: list[str]) -> None:
     env = {k: str(v) for k, v in spec["env"].items()}
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]  # the pane's terminal, as tmux set it
-    keep = [seccomp_fd(spec["machine"])]
-    status = os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    keep.append(status)
-    for fd in keep:
-        os.set_inheritable(fd, True)
+    if not spec.get("sandboxed", True):
+        # compatibility-unguarded: the operator opted in to running without bubblewrap.
+        exec_closing(spec["argv"], env, keep=())
+    keep = (seccomp_fd(spec["machine"]),
+            os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
     if spec.get("landlock_scope"):
         from .sandbox import landlock
 
@@ -97,16 +97,20 @@ def main(argv: list[str]) -> None:
         except OSError as exc:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     bwrap, *rest = spec["argv"]
-    full = [bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(status), *rest]
-    # Nothing else of ours leaks into the jail.
-    os.closerange(3, min(keep))
-    for lo, hi in zip(sorted(keep), sorted(keep)[1:] + [65536]):
+    exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
+
+
+def exec_closing(argv: list[str], env: dict, keep) -> "NoReturn":  # noqa: F821
+    """exec argv with only stdio and `keep` open: nothing else of ours leaks into the jail."""
+    for fd in keep:
+        os.set_inheritable(fd, True)
+    bounds = [2, *sorted(keep), 65536]
+    for lo, hi in zip(bounds, bounds[1:]):
         os.closerange(lo + 1, hi)
     try:
-        os.execve(bwrap, full, env)
+        os.execve(argv[0], argv, env)
     except OSError as exc:
-        die(f"cannot run {bwrap}: {exc.strerror}", EXIT_UNAVAILABLE)
-
+        die(f"cannot run {argv[0]}: {exc.strerror}", EXIT_UNAVAILABLE)
 
 if __name__ == "__main__":
     main(sys.argv[1:])
