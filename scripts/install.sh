@@ -3,14 +3,10 @@
 # isolated mode, a private home mounted at your $HOME, this directory as the writable workspace.
 set -eu
 cd "$(dirname "$0")/.."
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-missing=""
-command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
-[ -x /usr/bin/bwrap ] || missing="$missing bubblewrap"
-python3 -c 'import ensurepip' >/dev/null 2>&1 || missing="$missing python3-venv"
-if [ -n "$missing" ]; then
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing
-fi
+. ./scripts/needs.sh
+needs "tmux:command -v tmux" \
+  "bubblewrap:test -x /usr/bin/bwrap" \
+  "python3-venv:python3 -c 'import ensurepip'"
 venv="${XDG_DATA_HOME:-$HOME/.local/share}/tmuxjail-venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check .

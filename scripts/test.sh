@@ -3,17 +3,13 @@
 # ordinary user created for the purpose, because root and non-root jails differ.
 set -eu
 cd "$(dirname "$0")/.."
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-missing=""
-command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
-[ -x /usr/bin/bwrap ] || missing="$missing bubblewrap"
-command -v git >/dev/null 2>&1 || missing="$missing git"
-command -v perl >/dev/null 2>&1 || missing="$missing perl"
-python3 -c 'import ensurepip' >/dev/null 2>&1 || missing="$missing python3-venv"
-[ -x /usr/bin/python3 ] || missing="$missing python3"
-if [ -n "$missing" ]; then
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing
-fi
+. ./scripts/needs.sh
+needs "tmux:command -v tmux" \
+  "bubblewrap:test -x /usr/bin/bwrap" \
+  "git:command -v git" \
+  "perl:command -v perl" \
+  "python3-venv:python3 -c 'import ensurepip'" \
+  "python3:test -x /usr/bin/python3"
 # A real install (not editable), so the packaging of adapters/ and profiles/ is tested too.
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check '.[test]'
