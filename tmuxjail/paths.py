@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import namedtuple
 from functools import cache
 from pathlib import Path
 
 APP = "tmuxjail"
 
 
-@dataclass(frozen=True)
-class Paths:
-    home: Path
-    config_dir: Path
-    state_dir: Path
-    data_dir: Path
+class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
+    __slots__ = ()
 
     @property
     def config_file(self) -> Path:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import pwd
 import re
-import secrets
 import sys
 import time
-from dataclasses import dataclass, field
+from collections import namedtuple
 from pathlib import Path
 
 from . import log
@@ -24,12 +22,15 @@ READY_TIMEOUT = 10.0
 LAUNCH_MODULE = "tmuxjail.launch"
 
 
-@dataclass
 class Context:
-    tmux: Tmux
-    env: dict = field(default_factory=lambda: dict(os.environ))
-    paths: paths_mod.Paths = field(default_factory=paths_mod.get)
-    _store: object = None
+    """What a use case runs against: one tmux server, the caller's environment, the paths.
+    (Plain classes here and in store/tmux/paths: dataclasses costs `list` ~15 ms of imports.)"""
+
+    def __init__(self, tmux: Tmux, env: dict | None = None, paths: paths_mod.Paths | None = None):
+        self.tmux = tmux
+        self.env = dict(os.environ) if env is None else env
+        self.paths = paths or paths_mod.get()
+        self._store = None
 
     @property
     def store(self):
@@ -45,19 +46,11 @@ class Context:
         return self._store or Store(self.paths.store, readonly=True)
 
 
-@dataclass(frozen=True)
-class StartOptions:
-    provider: str
-    mode: str | None = None
-    workspaces: tuple[str, ...] = ()
-    name: str | None = None
-    env_name: str = "default"
-    capabilities: tuple[str, ...] = ()
-    detach: bool = False
-    non_interactive: bool = False
-    dry_run: bool = False
-    args: tuple[str, ...] = ()
-    backend: str | None = None
+StartOptions = namedtuple(
+    "StartOptions",
+    "provider mode workspaces name env_name capabilities detach non_interactive dry_run args backend",
+    defaults=(None, (), None, "default", (), False, False, False, (), None),
+)
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -107,6 +100,8 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
                 f"{mode.value} mode cannot be enforced: {why}",
                 hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)",
             )
+    import platform
+
     from .sandbox.seccomp import supported
 
     if not unguarded and not supported(platform.machine()):
@@ -177,8 +172,15 @@ def _sandbox_argv(ctx: Context, pol: dict, backend, cli_argv: list[str], unguard
     return backend.wrap(pol, cli_argv, host.layout(ctx.tmux.socket, ctx.env))
 
 
+def _display_mode(pol: dict) -> str:
+    return pol["mode"] if pol["backend"] != "none" else "compatibility-unguarded"
+
+
 def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], unguarded: bool) -> tuple[Path, Path]:
     spool = paths_mod.ensure_private_dir(ctx.paths.spool)
+    import platform
+    import secrets
+
     token = secrets.token_hex(8)
     spec, status = spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status"
     body = {
@@ -234,15 +236,16 @@ def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str |
 
 
 def _options(row_id: str, pol: dict, fp: str) -> dict[str, str]:
-    mode = pol["mode"] if pol["backend"] != "none" else "compatibility-unguarded"
-    return {"@tmuxjail_id": row_id, "@tmuxjail_fp": fp, "@tmuxjail_mode": mode,
+    return {"@tmuxjail_id": row_id, "@tmuxjail_fp": fp, "@tmuxjail_mode": _display_mode(pol),
             "@tmuxjail_provider": pol["provider"]}
 
 
 def _auto_name(provider: str, workspace: str, taken: set[str]) -> str:
+    from secrets import token_hex
+
     base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:30] or "ws"
     while True:
-        name = f"{provider}-{base}-{secrets.token_hex(2)}"
+        name = f"{provider}-{base}-{token_hex(2)}"
         if name not in taken:
             return name
 
@@ -284,7 +287,7 @@ def start(ctx: Context, opts: StartOptions) -> dict:
     request = {"provider": opts.provider, "mode": pol["mode"], "workspaces": list(workspaces),
                "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args)}
     row = store.insert_session(
-        name=name, provider=opts.provider, mode=pol["mode"], env_name=opts.env_name,
+        name=name, provider=opts.provider, mode=_display_mode(pol), env_name=opts.env_name,
         workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol, sort_keys=True),
         request=json.dumps(request), status="starting", native_id=native_id,
         private_home=pol["private_home"], tmux_socket=ctx.tmux.socket, tmux_session=name,
@@ -384,7 +387,6 @@ def resume(ctx: Context, name: str, detach: bool = False) -> dict:
         return result
     # The pane is gone or dead: relaunch the CLI's own resume, in the same jail.
     from .adapters import get as get_adapter
-    from . import identity
     from .sandbox import bwrap
 
     adapter = get_adapter(row.provider)
@@ -438,10 +440,8 @@ def describe(ctx: Context, row, panes=None) -> dict:
         panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
     status, extra = _status(row, panes)
     jail = [p for p in panes if _is_jail_pane(p, row)]
-    pol = row.policy_data or {}
-    mode = row.mode if pol.get("backend") != "none" else "compatibility-unguarded"
     return {
-        "id": row.id, "name": row.name, "provider": row.provider, "mode": mode,
+        "id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
         "workspace": row.workspace, "created_at": row.created_at, "fingerprint": row.fingerprint,
         "status": status, **extra, "tmux_socket": row.tmux_socket, "tmux_session": row.tmux_session,
         "tmux_pane": jail[0].pane_id if jail else row.tmux_pane, "private_home": row.private_home,

@@ -8,7 +8,7 @@ import os
 import sqlite3
 import time
 import uuid
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from .errors import TmuxjailError, UsageError
@@ -60,26 +60,8 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-@dataclass
-class SessionRow:
-    id: str
-    name: str
-    provider: str
-    mode: str
-    env_name: str
-    workspace: str
-    fingerprint: str | None
-    policy: str | None
-    request: str
-    status: str
-    failure: str | None
-    native_id: str | None
-    private_home: str | None
-    tmux_socket: str | None
-    tmux_session: str | None
-    tmux_pane: str | None
-    created_at: str
-    updated_at: str
+class SessionRow(namedtuple("_SessionRow", COLUMNS)):
+    __slots__ = ()
 
     @property
     def policy_data(self) -> dict | None:

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .errors import TmuxjailError, UsageError
 
@@ -45,18 +45,8 @@ def parse_version(text: str) -> tuple[int, int, str]:
     return (int(m.group(1)), int(m.group(2)), m.group(3))
 
 
-@dataclass(frozen=True)
-class Pane:
-    session_name: str
-    window_id: str
-    pane_id: str
-    pane_pid: str
-    pane_dead: str
-    pane_dead_status: str
-    pane_current_command: str
-    tmuxjail_id: str
-    tmuxjail_fp: str
-    start_command: str
+Pane = namedtuple("Pane", "session_name window_id pane_id pane_pid pane_dead pane_dead_status "
+                         "pane_current_command tmuxjail_id tmuxjail_fp start_command")
 
 
 class Tmux:
