@@ -11,7 +11,17 @@ MAX_BYTES = 2 * 1024 * 1024
 _logger = None
 
 
+_pending: tuple | None = None
+
+
 def setup(log_file: Path, verbose: bool) -> None:
+    """Say where to log. structlog itself (~100 ms of imports) loads at the first event, which
+    comes after the jail is launched, so it never delays the CLI."""
+    global _pending
+    _pending = (log_file, verbose)
+
+
+def _configure(log_file: Path, verbose: bool) -> None:
     global _logger
     import structlog
 
@@ -45,11 +55,19 @@ def setup(log_file: Path, verbose: bool) -> None:
     _logger = structlog.get_logger("tmuxjail")
 
 
+def _get():
+    global _pending
+    if _pending is not None:
+        args, _pending = _pending, None
+        _configure(*args)
+    return _logger
+
+
 def info(event: str, **kw) -> None:
-    if _logger is not None:
-        _logger.info(event, **kw)
+    if (logger := _get()) is not None:
+        logger.info(event, **kw)
 
 
 def warning(event: str, **kw) -> None:
-    if _logger is not None:
-        _logger.warning(event, **kw)
+    if (logger := _get()) is not None:
+        logger.warning(event, **kw)

@@ -161,7 +161,9 @@ def _jail_env(ctx: Context, pol: dict) -> dict[str, str]:
 
 
 def _pane_argv(ctx: Context, fp: str, spec: Path) -> list[str]:
-    return [sys.executable, "-E", "-m", LAUNCH_MODULE, "--fp", fp, str(spec)]
+    from .launch import pane_command
+
+    return pane_command(sys.executable, fp, str(spec))
 
 
 def _sandbox_argv(ctx: Context, pol: dict, backend, cli_argv: list[str], unguarded: bool) -> list[str]:
