@@ -55,6 +55,7 @@ def _parser():
     s.add_argument("--detach", action="store_true", help="do not attach or switch the client")
     s.add_argument("--non-interactive", action="store_true", help="never prompt; fail instead")
     s.add_argument("--dry-run", action="store_true", help="print the policy, fingerprint, pane command and sandbox argv; run nothing")
+    s.add_argument("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy; never widens")
     s.add_argument("--backend", choices=("bwrap", "seatbelt"), default=None,
                    help="with --dry-run: show what this backend would run (seatbelt = the macOS profile, auditable anywhere)")
     s.add_argument("--json", action="store_true", help="print JSON")
@@ -62,6 +63,8 @@ def _parser():
     r = cmd("resume", "reattach a live session, or relaunch the CLI's resume in the same jail", "tmuxjail resume app")
     r.add_argument("name")
     r.add_argument("--detach", action="store_true", help="do not attach or switch the client")
+    r.add_argument("--accept-changes", action="store_true",
+                   help="move the session to today's policy (asks on a terminal; verified mode needs the new approval first)")
     r.add_argument("--json", action="store_true", help="print JSON")
 
     ls = cmd("list", "list sessions with their effective modes", "tmuxjail list --json")
@@ -82,8 +85,38 @@ def _parser():
     c = cmd("completion", "print a shell completion script", 'eval "$(tmuxjail completion bash)"')
     c.add_argument("shell", choices=("bash", "zsh"))
 
-    pr = cmd("profiles", "list the provider profiles", "tmuxjail profiles")
+    pr = cmd("profiles", "list, show or check the provider profiles", "tmuxjail profiles show codex --details")
+    pr.add_argument("action", nargs="?", default="list", choices=("list", "show", "check"))
+    pr.add_argument("provider", nargs="?", help="for show")
+    pr.add_argument("--details", action="store_true", help="show: add paths, env names, hosts, version range, certification")
+    pr.add_argument("--update", metavar="FILE", help="check: write the hash list to FILE (profiles/hashes.json in a checkout)")
     pr.add_argument("--json", action="store_true", help="print JSON")
+
+    ap = cmd("approve", "approve a provider's capabilities for verified mode (shows exactly what, then records it)",
+             "tmuxjail approve codex --capability git-identity")
+    ap.add_argument("provider")
+    ap.add_argument("--capability", action="append", default=[], metavar="ID", help="optional capability to include")
+    ap.add_argument("--yes", action="store_true", help="do not ask (for scripts that already reviewed it)")
+    ap.add_argument("--details", action="store_true", help="also show paths, env names and hosts")
+    ap.add_argument("--json", action="store_true", help="print JSON")
+
+    al = cmd("approvals", "list recorded approvals", "tmuxjail approvals --json")
+    al.add_argument("--all", action="store_true", help="include revoked approvals")
+    al.add_argument("--json", action="store_true", help="print JSON")
+
+    rv = cmd("revoke", "revoke every approval of a provider", "tmuxjail revoke codex")
+    rv.add_argument("provider")
+    rv.add_argument("--json", action="store_true", help="print JSON")
+
+    pf = cmd("preflight", "check that a start would run, without prompting or starting anything (for scheduled runs)",
+             "tmuxjail preflight codex --mode verified --workspace ~/src/app --json")
+    pf.add_argument("provider")
+    pf.add_argument("--mode", choices=MODES)
+    pf.add_argument("--workspace", action="append", default=[], metavar="DIR")
+    pf.add_argument("--env", dest="env_name", default="default", metavar="NAME")
+    pf.add_argument("--capability", action="append", default=[], metavar="ID")
+    pf.add_argument("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy")
+    pf.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 
@@ -218,23 +251,12 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
                     print(f"      fix: {c['fix']}")
         return 1 if failed else 0
     if args.command == "profiles":
-        from . import profiles
-
-        data = [{"provider": p.provider, "profile_version": p.profile_version,
-                 "display_name": p.display_name, "certification": p.certification,
-                 "baseline": [p.capabilities[c].label for c in p.baseline]}
-                for p in map(profiles.load, profiles.available())]
-        if json_out:
-            _print_json(data)
-        else:
-            for d in data:
-                print(f"{d['provider']:12} v{d['profile_version']}  {d['certification']:15} {d['display_name']}")
-        return 0
-
+        return _profiles(args, json_out)
     from . import sessions
+    from .errors import NotApproved, UsageError
 
     ctx = sessions.Context(tmux=tmux)
-    if args.command in ("start", "resume", "stop"):
+    if args.command in ("start", "resume", "stop", "approve", "revoke"):
         from . import log
 
         log.setup(ctx.paths.log_file, getattr(args, "verbose", False))
@@ -243,8 +265,18 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace),
             name=args.name, env_name=args.env_name, capabilities=tuple(args.capability),
             detach=args.detach, non_interactive=args.non_interactive, dry_run=args.dry_run,
-            args=tuple(passthrough), backend=args.backend)
-        result = sessions.start(ctx, opts)
+            args=tuple(passthrough), backend=args.backend, restriction=_restriction(args.restrict))
+        try:
+            result = sessions.start(ctx, opts)
+        except NotApproved as exc:
+            # Interactive starts may ask a human; --non-interactive and scripts never do.
+            if not exc.data.get("fix") or args.non_interactive or args.dry_run or json_out \
+                    or not (sys.stdin.isatty() and sys.stdout.isatty()):
+                raise
+            print(f"tmuxjail: {exc.message}")
+            if not _approve(ctx, args.provider, args.capability, False, False, False):
+                raise
+            result = sessions.start(ctx, opts)
         if args.dry_run:
             if json_out:
                 _print_json(result)
@@ -266,7 +298,9 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         _attach(result, json_out)
         return 0
     if args.command == "resume":
-        result = sessions.resume(ctx, args.name, detach=args.detach)
+        if args.accept_changes and not _confirm(f"Move {args.name} to today's policy and relaunch it?"):
+            raise UsageError("--accept-changes asks on a terminal only, and was not confirmed")
+        result = sessions.resume(ctx, args.name, detach=args.detach, accept_changes=args.accept_changes)
         _print_json(result) if json_out else print(f"resumed {result['name']} ({result['mode']})")
         _attach(result, json_out)
         return 0
@@ -288,11 +322,139 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             print("policy:")
             print(_policy_text(d["policy"] or {}))
         return 0
+    if args.command == "approve":
+        row = _approve(ctx, args.provider, args.capability, args.yes, args.details, json_out)
+        if row is None:
+            return 1
+        _print_json(row) if json_out else print(f"approved ({row['id']})")
+        return 0
+    if args.command == "approvals":
+        from . import approve
+
+        rows = approve.listing(ctx, include_revoked=args.all)
+        if json_out:
+            _print_json(rows)
+        for r in [] if json_out else rows:
+            state = f"revoked {r['revoked_at']}" if r["revoked_at"] else "active"
+            print(f"{r['provider']:12} v{r['profile_version']}  {r['executable']['version']:12} "
+                  f"{r['approved_at']} by {r['approved_by']}  {state}  {', '.join(r['capabilities'])}")
+        if not rows and not json_out:
+            print("no approvals")
+        return 0
+    if args.command == "revoke":
+        from . import approve
+
+        n = approve.revoke(ctx, args.provider)
+        _print_json({"provider": args.provider, "revoked": n}) if json_out else print(f"revoked {n} approval(s) of {args.provider}")
+        return 0
+    if args.command == "preflight":
+        from . import approve
+
+        opts = sessions.StartOptions(
+            provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace), env_name=args.env_name,
+            capabilities=tuple(args.capability), non_interactive=True, restriction=_restriction(args.restrict))
+        result = approve.preflight(ctx, opts)
+        _print_json(result) if json_out else print(f"ok: {result['mode']} {result['fingerprint']}")
+        return 0
     if args.command == "stop":
         d = sessions.stop(ctx, args.name)
         _print_json(d) if json_out else print(f"stopped {d['name']}")
         return 0
     return 2
+
+
+def _profiles(args, json_out: bool) -> int:
+    import json
+
+    from . import profiles
+    from .errors import UsageError
+
+    if args.action == "check":
+        files = profiles.shipped()
+        if args.update:
+            with open(args.update, "w") as f:
+                json.dump(profiles.hash_list(files), f, indent=2, sort_keys=True)
+                f.write("\n")
+            print(f"wrote {args.update}")
+            return 0
+        problems = profiles.check(files, profiles.recorded_hashes())
+        _print_json({"ok": not problems, "problems": problems}) if json_out else \
+            print("\n".join(problems) if problems else f"ok: {len(files)} files match their versions")
+        return 1 if problems else 0
+    if args.action == "show":
+        if not args.provider:
+            raise UsageError("profiles show needs a PROVIDER")
+        from .adapters import get
+
+        get(args.provider)
+        p = profiles.load(args.provider)
+        data = p.model_dump(mode="json")
+        if json_out:
+            _print_json(data)
+            return 0
+        print(f"{p.display_name}  (profile {p.provider} v{p.profile_version}, {p.certification})")
+        for title, ids in (("always", p.baseline), ("optional", p.optional)):
+            print(f"{title}:")
+            for cid in ids:
+                cap = p.capabilities[cid]
+                print(f"  {cid:22} {cap.label}" + ("  [unverified]" if cap.unverified else ""))
+                if args.details:
+                    for g in cap.paths:
+                        print(f"  {'':22}   {g.access} {g.kind} {g.path}{' (if present)' if g.optional else ''}")
+                    if cap.env:
+                        print(f"  {'':22}   env: {' '.join(cap.env)}")
+                    if cap.hosts:
+                        print(f"  {'':22}   hosts: {' '.join(cap.hosts)}")
+        if args.details:
+            print(f"executables: {', '.join(p.executables)}; supported versions: {p.supported_versions or 'any'}")
+            print(f"certified on: {', '.join(p.certified_versions) or 'none yet'}; hash: {p.hash}")
+        return 0
+    data = [{"provider": p.provider, "profile_version": p.profile_version,
+             "display_name": p.display_name, "certification": p.certification,
+             "baseline": [p.capabilities[c].label for c in p.baseline]}
+            for p in map(profiles.load, profiles.available())]
+    if json_out:
+        _print_json(data)
+    else:
+        for d in data:
+            print(f"{d['provider']:12} v{d['profile_version']}  {d['certification']:15} {d['display_name']}")
+    return 0
+
+
+def _restriction(path: str | None) -> dict | None:
+    if not path:
+        return None
+    import os
+
+    from . import restrict
+
+    return {"source": os.path.abspath(path), "rules": restrict.load(path)}
+
+
+def _confirm(question: str) -> bool:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return False
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+def _approve(ctx, provider: str, capabilities, yes: bool, details: bool, json_out: bool) -> dict | None:
+    from . import approve
+    from .errors import UsageError
+
+    plan = approve.preview(ctx, provider, tuple(capabilities), details)
+    if not json_out:
+        print("This approval lets verified-mode sessions use:")
+        print("\n".join(plan["text"]))
+    if not yes:
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UsageError("approving needs a terminal to confirm, or --yes after reviewing the text above")
+        if not _confirm("Approve?"):
+            print("not approved")
+            return None
+    return approve.record(ctx, plan)
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ def validation_message(where: str, exc: Exception) -> str:
     return f"{where}: {exc}"
 
 
-def parse_profile(name: str, data: bytes, shared: dict[str, Capability]) -> Profile:
+def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_data: bytes = b"") -> Profile:
     """Pure: bytes of one profile file (+ the shared catalogue) -> a validated Profile."""
     from pydantic import ValidationError
 
@@ -55,9 +55,10 @@ def parse_profile(name: str, data: bytes, shared: dict[str, Capability]) -> Prof
             if cid not in known:
                 raise UsageError(f"{name}: {field}: unknown capability {cid!r}")
     merged = {cid: known[cid] for cid in (*profile.baseline, *profile.optional)}
-    return profile.model_copy(
-        update={"capabilities": merged, "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
-    )
+    # The hash covers the shared catalogue too: changing what "Use Git identity" maps to must
+    # invalidate every approval that relied on it.
+    digest = hashlib.sha256(data + b"\0" + shared_data).hexdigest()
+    return profile.model_copy(update={"capabilities": merged, "hash": "sha256:" + digest})
 
 
 def parse_shared(data: bytes) -> dict[str, Capability]:
@@ -83,7 +84,7 @@ def file_name(provider: str) -> str:
 
 @cache
 def load(provider: str) -> Profile:
-    profile = parse_profile(file_name(provider), _read(file_name(provider)), shared_capabilities())
+    profile = parse_profile(file_name(provider), _read(file_name(provider)), shared_capabilities(), _read(SHARED))
     if profile.provider != provider:
         raise UsageError(f"{file_name(provider)}: provider: says {profile.provider!r}")
     return profile
@@ -92,3 +93,50 @@ def load(provider: str) -> Profile:
 def available() -> list[str]:
     names = [p.name for p in resources.files("tmuxjail.profile_data").iterdir()]
     return sorted(n[: -len(".toml")] for n in names if n.endswith(".toml") and n != SHARED)
+
+
+HASHES = "hashes.json"
+
+
+def version_of(name: str, data: bytes) -> str:
+    raw = tomllib.loads(data.decode("utf-8"))
+    return str(raw.get("catalogue_version" if name == SHARED else "profile_version", ""))
+
+
+def digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def check(files: dict[str, bytes], recorded: dict[str, dict]) -> list[str]:
+    """Pure: problems with the shipped profiles against the hash list kept in the repo. A file
+    whose content changed while its version did not is the error this exists for."""
+    problems = []
+    for name, data in sorted(files.items()):
+        rec = recorded.get(name)
+        version = version_of(name, data)
+        if rec is None:
+            problems.append(f"{name}: not in {HASHES}; add it with: tmuxjail profiles check --update FILE")
+        elif digest(data) != rec["sha256"] and version == rec["version"]:
+            problems.append(f"{name}: content changed but its version ({version}) did not: bump it")
+        elif digest(data) != rec["sha256"] or version != rec["version"]:
+            problems.append(f"{name}: version {rec['version']} -> {version}: update {HASHES} (--update FILE)")
+    for name in sorted(set(recorded) - set(files)):
+        problems.append(f"{name}: listed in {HASHES} but not shipped")
+    return problems
+
+
+def shipped() -> dict[str, bytes]:
+    return {f"{p}.toml": _read(f"{p}.toml") for p in available()} | {SHARED: _read(SHARED)}
+
+
+def hash_list(files: dict[str, bytes]) -> dict[str, dict]:
+    return {name: {"version": version_of(name, data), "sha256": digest(data)} for name, data in sorted(files.items())}
+
+
+def recorded_hashes() -> dict[str, dict]:
+    import json
+
+    try:
+        return json.loads(_read(HASHES))
+    except UsageError:
+        return {}

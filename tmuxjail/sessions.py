@@ -48,8 +48,8 @@ class Context:
 
 StartOptions = namedtuple(
     "StartOptions",
-    "provider mode workspaces name env_name capabilities detach non_interactive dry_run args backend",
-    defaults=(None, (), None, "default", (), False, False, False, (), None),
+    "provider mode workspaces name env_name capabilities detach non_interactive dry_run args backend restriction",
+    defaults=(None, (), None, "default", (), False, False, False, (), None, None),
 )
 
 
@@ -72,8 +72,11 @@ def _canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
 
 
 def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
-             env_name: str, capabilities: tuple[str, ...]):
-    """Everything a start or resume needs, from today's inputs: (request, policy, fp, bits)."""
+             env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
+             gate: bool = True):
+    """Everything a start or resume needs, from today's inputs: (request, policy, fp, bits).
+    Verified mode also needs an approval that covers exactly this profile, executable and
+    capability set; without one this raises NotApproved before anything runs."""
     from . import config as config_mod
     from . import host, identity, policy, profiles
     from .adapters import get as get_adapter
@@ -138,9 +141,41 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         allowed_modes=cfg.allowed_modes, git_dirs=host.git_dirs(workspaces) if mode.strict else (),
         realpaths=host.realpaths(declared),
     )
-    pol = policy.resolve(req, profile, adapter, facts)
+    if restriction is not None:
+        from . import restrict
+
+        base = policy.resolve(req, profile, adapter, facts)  # refuses what the config refuses
+        modes, names = restrict.apply(
+            restriction["rules"], source=restriction["source"], home=home, allowed_modes=cfg.allowed_modes,
+            mode=mode.value, optional_caps=profile.optional, requested_caps=tuple(capabilities),
+            workspaces=workspaces, env_names=base.env_names)
+        from dataclasses import replace
+
+        facts = replace(facts, allowed_modes=modes)
+        pol = policy.resolve(req, profile, adapter, facts).model_copy(update={"env_names": names})
+    else:
+        pol = policy.resolve(req, profile, adapter, facts)
     data = policy.as_data(pol)
-    return req, data, policy.fingerprint(data), adapter, resolved, backend, unguarded
+    approval = None
+    if mode is Mode.verified and gate:
+        approval = _approval_for(store, profile, data)
+    return req, data, policy.fingerprint(data), adapter, resolved, backend, unguarded, approval
+
+
+def _approval_for(store, profile, pol: dict) -> dict:
+    from . import approvals
+
+    granted = store.approvals(profile.provider)
+    found = approvals.find(granted, profile.provider, profile.hash, pol["executable"], pol["capabilities"])
+    if found is None:
+        missing = approvals.missing(granted, profile, pol["executable"], pol["capabilities"])
+        fix = approvals.fix_command(profile.provider, pol["capabilities"], profile.baseline)
+        raise NotApproved(
+            f"verified mode needs an approval: {'; '.join(missing)}",
+            hint=f"review and approve with: {fix}",
+            data={"missing": missing, "fix": fix, "provider": profile.provider},
+        )
+    return found
 
 
 def policy_fingerprint(pol: dict) -> str:
@@ -256,8 +291,9 @@ def start(ctx: Context, opts: StartOptions) -> dict:
     if opts.name is not None:
         check_name(opts.name)
     workspaces = _canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
-    req, pol, fp, adapter, resolved, backend, unguarded = _resolve(
-        ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities)
+    req, pol, fp, adapter, resolved, backend, unguarded, approval = _resolve(
+        ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
+        gate=not opts.dry_run)  # a dry run shows what would need approving
     native_id = adapter.new_native_id()
     cli_argv = adapter.start_argv(resolved.argv, native_id, list(opts.args))
     sandbox_argv = _sandbox_argv(ctx, pol, backend, cli_argv, unguarded)
@@ -268,6 +304,13 @@ def start(ctx: Context, opts: StartOptions) -> dict:
         out = {"dry_run": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
                "policy": pol, "pane_command": _pane_argv(ctx, fp, spec), "sandbox_argv": sandbox_argv,
                "env_names": sorted(_jail_env(ctx, pol))}
+        if pol["mode"] == "verified":
+            from . import profiles
+
+            try:
+                out["approval"] = _approval_for(ctx.store, profiles.load(opts.provider), pol)["id"]
+            except NotApproved as exc:
+                out["approval"], out["approval_missing"] = None, exc.data["missing"]
         if opts.backend == "seatbelt":
             from . import host
             from .sandbox import seatbelt
@@ -287,12 +330,14 @@ def start(ctx: Context, opts: StartOptions) -> dict:
     if ctx.tmux.has_session(name):
         raise UsageError(f"a tmux session named {name!r} already exists on this server")
     request = {"provider": opts.provider, "mode": pol["mode"], "workspaces": list(workspaces),
-               "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args)}
+               "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
+               "restriction": opts.restriction}
     row = store.insert_session(
         name=name, provider=opts.provider, mode=_display_mode(pol), env_name=opts.env_name,
         workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol, sort_keys=True),
         request=json.dumps(request), status="starting", native_id=native_id,
         private_home=pol["private_home"], tmux_socket=ctx.tmux.socket, tmux_session=name,
+        approval_id=approval["id"] if approval else None,
     )
     try:
         _prepare_dirs(ctx, pol, adapter)
@@ -344,7 +389,7 @@ def recompute(ctx: Context, row) -> tuple[str, dict, list[str]]:
         if tuple(workspaces) != tuple(r["workspaces"]):
             return "", {}, ["workspace"]
         _, pol, fp, *_ = _resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
-                                  tuple(r.get("capabilities", ())))
+                                  tuple(r.get("capabilities", ())), r.get("restriction"), gate=False)
     except NotApproved:
         return "", {}, ["mode"]
     except UsageError as exc:
@@ -355,7 +400,7 @@ def recompute(ctx: Context, row) -> tuple[str, dict, list[str]]:
     return fp, pol, diff(row.policy_data or {}, pol)
 
 
-def resume(ctx: Context, name: str, detach: bool = False) -> dict:
+def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool = False) -> dict:
     check_name(name)
     store = ctx.store
     row = store.find(name)
@@ -365,6 +410,10 @@ def resume(ctx: Context, name: str, detach: bool = False) -> dict:
         raise _refuse(row, ["tampered"], f"{name} has no recorded fingerprint; refusing to resume it",
                       "start a new session")
     fp, pol, reasons = recompute(ctx, row)
+    if fp != row.fingerprint and accept_changes and reasons and "tampered" not in reasons:
+        return _accept_changes(ctx, row, fp, pol, reasons, detach)
+    if fp == row.fingerprint and pol.get("mode") == "verified":
+        _still_approved(ctx, row, pol)
     if fp != row.fingerprint:
         reasons = reasons or ["tampered"]
         store.event("resume-refused", row.id, reasons=reasons, old=row.fingerprint, new=fp)
@@ -407,6 +456,31 @@ def resume(ctx: Context, name: str, detach: bool = False) -> dict:
         pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
     store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.socket, status="starting")
     return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
+
+
+def _still_approved(ctx: Context, row, pol: dict) -> dict:
+    from . import profiles
+
+    try:
+        return _approval_for(ctx.store, profiles.load(row.provider), pol)
+    except NotApproved as exc:
+        raise _refuse(row, ["capabilities"], f"{row.name}: {exc.message}", exc.hint or "") from None
+
+
+def _accept_changes(ctx: Context, row, fp: str, pol: dict, reasons: list[str], detach: bool) -> dict:
+    """Move a session to today's policy: only once a human approved it (verified mode), and
+    recorded as an event linking the old fingerprint to the new one. The CLI is relaunched under
+    the new policy; nothing keeps running under the old one."""
+    approval = _still_approved(ctx, row, pol) if pol["mode"] == "verified" else None
+    store = ctx.store
+    store.event("accept-changes", row.id, old=row.fingerprint, new=fp, reasons=reasons,
+                approval=approval["id"] if approval else None)
+    log.info("accept_changes", session=row.name, old=row.fingerprint, new=fp, reasons=reasons)
+    if row.tmux_socket == ctx.tmux.socket and ctx.tmux.has_session(row.tmux_session):
+        ctx.tmux.kill_session(row.tmux_session)
+    store.update_session(row.id, fingerprint=fp, policy=json.dumps(pol, sort_keys=True),
+                         approval_id=approval["id"] if approval else row.approval_id)
+    return resume(ctx, row.name, detach=detach)
 
 
 def _cli_argv_from_policy(pol: dict) -> list[str]:
@@ -480,8 +554,21 @@ def show(ctx: Context, name: str) -> dict:
     if row is None:
         raise UsageError(f"no session named {name!r}", hint="see: tmuxjail list --all")
     out = describe(ctx, row)
-    out["policy"] = row.policy_data
+    pol = out["policy"] = row.policy_data
     out["request"] = row.request_data
+    if pol:
+        labels = {}
+        try:
+            from . import profiles
+
+            labels = {c: cap.label for c, cap in profiles.load(row.provider).capabilities.items()}
+        except TmuxjailError:
+            pass  # the profile is gone or broken today: still show what was recorded
+        out["identity"] = pol["executable"]
+        out["profile"] = {"provider": pol["provider"], "version": pol["profile_version"], "hash": pol["profile_hash"]}
+        out["capabilities"] = [{"id": c, "label": labels.get(c)} for c in pol["capabilities"]]
+    approvals = {a["id"]: a for a in ctx.readonly_store().approvals(row.provider, include_revoked=True)}
+    out["approval"] = approvals.get(row.approval_id)
     return out
 
 

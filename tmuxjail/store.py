@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     tmux_socket TEXT,
     tmux_session TEXT,
     tmux_pane TEXT,
+    approval_id TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
@@ -42,6 +43,17 @@ CREATE TABLE IF NOT EXISTS events (
     kind TEXT NOT NULL,
     data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    profile_version TEXT NOT NULL,
+    profile_hash TEXT NOT NULL,
+    executable TEXT NOT NULL,
+    capabilities TEXT NOT NULL,
+    approved_at TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    revoked_at TEXT
+);
 CREATE TABLE IF NOT EXISTS identity_cache (
     path TEXT PRIMARY KEY,
     stat_key TEXT NOT NULL,
@@ -52,7 +64,7 @@ CREATE TABLE IF NOT EXISTS identity_cache (
 COLUMNS = (
     "id", "name", "provider", "mode", "env_name", "workspace", "fingerprint", "policy", "request",
     "status", "failure", "native_id", "private_home", "tmux_socket", "tmux_session", "tmux_pane",
-    "created_at", "updated_at",
+    "approval_id", "created_at", "updated_at",
 )
 
 
@@ -60,7 +72,7 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class SessionRow(namedtuple("_SessionRow", COLUMNS)):
+class SessionRow(namedtuple("_SessionRow", COLUMNS, defaults=(None,) * len(COLUMNS))):
     __slots__ = ()
 
     @property
@@ -90,6 +102,9 @@ class Store:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA busy_timeout=30000")
                 self.db.executescript(SCHEMA)
+                have = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")}
+                for col in set(COLUMNS) - have:  # a store made by an older version
+                    self.db.execute(f"ALTER TABLE sessions ADD COLUMN {col} TEXT")
         except sqlite3.DatabaseError as exc:
             raise TmuxjailError(f"store {path}: {exc}", hint="it may be corrupt; it was not changed") from None
         self.db.row_factory = sqlite3.Row
@@ -158,3 +173,40 @@ class Store:
             "INSERT OR REPLACE INTO identity_cache (path, stat_key, digest) VALUES (?,?,?)",
             (path, json.dumps(list(key)), digest),
         )
+
+    # approvals ----------------------------------------------------------------------------
+    def add_approval(self, provider: str, profile_version: str, profile_hash: str, executable: dict,
+                     capabilities, user: str) -> dict:
+        row = {"id": str(uuid.uuid4()), "provider": provider, "profile_version": profile_version,
+               "profile_hash": profile_hash, "executable": executable,
+               "capabilities": sorted(capabilities), "approved_at": now(), "approved_by": user,
+               "revoked_at": None}
+        self.db.execute(
+            "INSERT INTO approvals (id, provider, profile_version, profile_hash, executable, capabilities,"
+            " approved_at, approved_by) VALUES (?,?,?,?,?,?,?,?)",
+            (row["id"], provider, profile_version, profile_hash, json.dumps(executable, sort_keys=True),
+             json.dumps(row["capabilities"]), row["approved_at"], user),
+        )
+        self.event("approve", None, approval=row["id"], provider=provider, capabilities=row["capabilities"])
+        return row
+
+    def approvals(self, provider: str | None = None, include_revoked: bool = False) -> list[dict]:
+        q, args = "SELECT * FROM approvals WHERE 1=1", []
+        if provider:
+            q, args = q + " AND provider=?", [provider]
+        if not include_revoked:
+            q += " AND revoked_at IS NULL"
+        out = []
+        for r in self.db.execute(q + " ORDER BY approved_at, rowid", args):
+            d = dict(r)
+            d["executable"] = json.loads(d["executable"])
+            d["capabilities"] = json.loads(d["capabilities"])
+            out.append(d)
+        return out
+
+    def revoke(self, provider: str) -> int:
+        cur = self.db.execute("UPDATE approvals SET revoked_at=? WHERE provider=? AND revoked_at IS NULL",
+                              (now(), provider))
+        if cur.rowcount:
+            self.event("revoke", None, provider=provider, count=cur.rowcount)
+        return cur.rowcount

@@ -48,6 +48,7 @@ def world(jail_env):
     (env.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
     sentinel = env.outside / "sentinel"
     sentinel.write_text("untouched")
+    env.run("approve", "shell", "--yes", check=True)  # verified mode runs only what a human approved
     env.sentinel = sentinel
 
     def unchanged():

@@ -117,6 +117,7 @@ def test_verified_binds_only_baseline_paths(jail_env):
     (codex_home / "auth.json").write_text("{}")
     secret = env.home / "notes.txt"
     secret.write_text("private")
+    env.run("approve", "codex", "--yes", check=True)
     info = env.json("start", "codex", "--mode", "verified", "--workspace", str(env.ws), "--name", "v",
                     "--detach", "--", "--outside", str(codex_home / "written"), "--secret", str(secret))
     r = env.report()

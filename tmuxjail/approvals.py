@@ -1,0 +1,73 @@
+"""Approvals: what a human approved, bound to exactly what runs. Pure matching and wording."""
+
+from __future__ import annotations
+
+
+def identity_key(identity: dict) -> dict:
+    """What an approval pins of an executable: its path, sha256, version, and the hashes of
+    whatever else decides what runs (a Node entry script's interpreter)."""
+    return {"path": identity["path"], "sha256": identity["sha256"], "version": identity["version"],
+            "extra": [list(x) for x in identity.get("extra", ())]}
+
+
+def covers(approval: dict, provider: str, profile_hash: str, identity: dict, caps) -> bool:
+    return (
+        approval["provider"] == provider
+        and approval["profile_hash"] == profile_hash
+        and approval["executable"] == identity_key(identity)
+        and set(caps) <= set(approval["capabilities"])
+    )
+
+
+def find(approvals: list[dict], provider: str, profile_hash: str, identity: dict, caps) -> dict | None:
+    for a in reversed(approvals):  # newest first
+        if covers(a, provider, profile_hash, identity, caps):
+            return a
+    return None
+
+
+def missing(approvals: list[dict], profile, identity: dict, caps) -> list[str]:
+    """Why no approval covers this run, in human words: one line per missing piece."""
+    mine = [a for a in approvals if a["provider"] == profile.provider]
+    if not mine:
+        return [f"no approval for {profile.display_name}"]
+    reasons = []
+    same_profile = [a for a in mine if a["profile_hash"] == profile.hash]
+    if not same_profile:
+        reasons.append(f"the {profile.display_name} profile changed (now version {profile.profile_version}) since it was approved")
+        same_profile = mine
+    same_exe = [a for a in same_profile if a["executable"] == identity_key(identity)]
+    if not same_exe:
+        reasons.append(f"the executable changed since it was approved: {identity['path']} "
+                       f"({identity['version']}, {identity['sha256'][:19]}…)")
+        same_exe = same_profile
+    best = max(same_exe, key=lambda a: len(set(caps) & set(a["capabilities"])))
+    for cid in caps:
+        if cid not in best["capabilities"]:
+            reasons.append(f"capability not approved: {profile.capabilities[cid].label} ({cid})")
+    return reasons
+
+
+def fix_command(provider: str, caps, baseline) -> str:
+    extra = [c for c in caps if c not in baseline]
+    return " ".join(["tmuxjail approve", provider, *(f"--capability {c}" for c in extra)])
+
+
+def describe(profile, identity: dict, caps, details: bool) -> list[str]:
+    """Exactly what an approval grants, in words first; --details adds paths, names and hosts."""
+    lines = [f"{profile.display_name} (profile {profile.provider} v{profile.profile_version}, {profile.certification})"]
+    for cid in caps:
+        cap = profile.capabilities[cid]
+        lines.append(f"  - {cap.label}" + ("   [unverified]" if cap.unverified else ""))
+        if details:
+            for g in cap.paths:
+                lines.append(f"      {g.access} {g.kind} {g.path}{' (if present)' if g.optional else ''}")
+            if cap.env:
+                lines.append("      env: " + " ".join(cap.env))
+            if cap.hosts:
+                lines.append("      hosts: " + " ".join(cap.hosts))
+    lines.append(f"  executable: {identity['path']}")
+    lines.append(f"    version {identity['version']}, {identity['sha256']}")
+    for path, digest in identity.get("extra", ()):
+        lines.append(f"    runs with {path} {digest}")
+    return lines
