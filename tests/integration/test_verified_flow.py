@@ -140,3 +140,66 @@ def test_profiles_commands(env):
     assert data["profile_version"] == "1" and "git-identity" in data["optional"]
     assert "~/.codex" in env.run("profiles", "show", "codex", "--details").stdout
     assert env.run("profiles", "show", "nosuch").returncode == 2
+
+
+def _on_a_terminal(env, *args, answer="y\n", timeout=30):
+    """Run tmuxjail with a real pseudo-terminal as stdin/stdout, answering its question."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tmuxjail", "-L", env.socket, *args], cwd=env.ws,
+                            env=env.environ(), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    out, answered, deadline = b"", False, time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            import select
+
+            if select.select([master], [], [], 0.1)[0]:
+                out += os.read(master, 4096)
+        except OSError:
+            break
+        if not answered and b"[y/N]" in out:
+            os.write(master, answer.encode())
+            answered = True
+    proc.wait(timeout=5)
+    try:
+        while select.select([master], [], [], 0.1)[0]:
+            out += os.read(master, 4096)
+    except OSError:
+        pass
+    os.close(master)
+    return proc.returncode, out.decode(errors="replace")
+
+
+def test_accept_changes_on_a_terminal_after_the_new_approval(jail_env):
+    env = jail_env
+    env.run("approve", "codex", "--yes", check=True)
+    old = json.loads(start(env).stdout)["fingerprint"]
+    upgrade(env)
+    code, out = _on_a_terminal(env, "resume", "v", "--accept-changes", "--detach")
+    assert code == 3 and "approval" in out  # the new approval must exist first
+    code, out = _on_a_terminal(env, "approve", "codex")
+    assert code == 0 and "Use Codex CLI" in out and "approved" in out
+    code, out = _on_a_terminal(env, "resume", "v", "--accept-changes", "--detach")
+    assert code == 0, out
+    new = env.json("show", "v")
+    assert new["fingerprint"] != old and new["status"] == "running"
+    events = sqlite3.connect(env.store).execute(
+        "SELECT data FROM events WHERE kind='accept-changes'").fetchall()
+    assert len(events) == 1 and json.loads(events[0][0])["old"] == old
+
+
+def test_interactive_start_asks_and_records_the_approval(jail_env):
+    env = jail_env
+    code, out = _on_a_terminal(env, "start", "codex", "--mode", "verified", "--workspace", str(env.ws),
+                               "--name", "i", "--detach", answer="n\n")
+    assert code == 4 and rows(env) == 0 and env.json("approvals") == []
+    code, out = _on_a_terminal(env, "start", "codex", "--mode", "verified", "--workspace", str(env.ws),
+                               "--name", "i", "--detach")
+    assert code == 0, out
+    assert len(env.json("approvals")) == 1
