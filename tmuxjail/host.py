@@ -53,9 +53,6 @@ def git_dirs(workspaces) -> tuple[str, ...]:
     for ws in workspaces:
         git = Path(ws, ".git")
         if git.is_dir() and not git.is_symlink():
-            # A missing hooks dir would let the agent create one: make it exist, so it is bound
-            # read-only like the rest. git itself creates it on init.
-            (git / "hooks").mkdir(exist_ok=True)
             out.append(ws)
     return tuple(out)
 

@@ -243,6 +243,11 @@ def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:
     # jail cannot create (and so own) them instead.
     for d in ctx.paths.own_dirs():
         paths_mod.ensure_private_dir(d)
+    for path in pol["protected"]:
+        if path.endswith("/.git/hooks"):
+            # A missing hooks dir would let the agent create one and plant a hook: make it exist,
+            # so it is bound read-only like the rest (git itself creates it on init).
+            Path(path).mkdir(exist_ok=True)
     if pol["private_home"]:
         home = paths_mod.ensure_private_dir(Path(pol["private_home"]))
         for rel in adapter.home_dirs:

@@ -308,3 +308,18 @@ def test_seatbelt_backend_is_auditable_anywhere_but_runs_only_on_a_mac(env):
     assert str(env.ws) not in out["seatbelt_profile"] and str(env.ws) in out["seatbelt_params"].values()
     proc = env.run("start", "codex", "--backend", "seatbelt", "--detach")
     assert proc.returncode == 2 and "only with --dry-run" in proc.stderr and _rows(env) == 0
+
+
+def test_dry_run_and_preflight_change_nothing_on_disk(jail_env):
+    env = jail_env
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(env.ws)], check=True)
+    import shutil
+
+    shutil.rmtree(env.ws / ".git" / "hooks")
+    before = sorted(str(p) for p in env.ws.rglob("*"))
+    env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--dry-run")
+    assert sorted(str(p) for p in env.ws.rglob("*")) == before
+    env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "g", "--detach")
+    assert (env.ws / ".git" / "hooks").is_dir()  # made to exist, so it is bound read-only
