@@ -18,6 +18,9 @@ class Adapter:
     # The CLI keeps its install next to its entry point (a bundled node, rg, ...), so expose the
     # whole directory of the real executable, not only the file.
     install_root_is_dir: bool = False
+    # Seatbelt cannot nest: under the macOS backend the CLI's own sandbox must be off (ours is
+    # the boundary). bwrap nests, so on Linux the CLI keeps its own.
+    seatbelt_args: tuple[str, ...] = ()
 
     def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
         """Paths that may hold the real executable behind what PATH found; the first that exists

@@ -42,4 +42,5 @@ ADAPTER = ClaudeCode(
     provider="claude-code",
     home_env={"CLAUDE_CONFIG_DIR": ".claude"},
     home_dirs=(".claude", ".claude/tmp"),
+    seatbelt_args=("--settings", '{"sandbox":{"enabled":false}}'),
 )

@@ -32,4 +32,5 @@ class Codex(Adapter):
         return [*exe, "--no-daemon", "resume", native_id or "--last"]
 
 
-ADAPTER = Codex(provider="codex", home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",))
+ADAPTER = Codex(provider="codex", home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",),
+                seatbelt_args=("--sandbox", "danger-full-access"))

@@ -18,4 +18,5 @@ ADAPTER = Cursor(
     home_env={"CURSOR_CONFIG_DIR": ".cursor"},
     home_dirs=(".cursor",),
     install_root_is_dir=True,
+    seatbelt_args=("--sandbox", "disabled"),
 )

@@ -324,8 +324,9 @@ def start(ctx: Context, opts: StartOptions) -> dict:
             mac = dict(pol, backend=seatbelt.Seatbelt.name)
             layout = host.layout(ctx.tmux.socket, ctx.env)
             text, params = seatbelt.profile(mac, layout)
+            mac_cli = adapter.start_argv(resolved.argv, native_id, [*adapter.seatbelt_args, *opts.args])
             out.update(policy=mac, fingerprint=policy_fingerprint(mac),
-                       sandbox_argv=seatbelt.Seatbelt().wrap(mac, cli_argv, layout),
+                       sandbox_argv=seatbelt.Seatbelt().wrap(mac, mac_cli, layout),
                        seatbelt_profile=text, seatbelt_params=params)
         return out
 

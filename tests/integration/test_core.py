@@ -304,6 +304,8 @@ def test_seatbelt_backend_is_auditable_anywhere_but_runs_only_on_a_mac(env):
     out = env.json("start", "codex", "--mode", "verified", "--workspace", str(env.ws), "--dry-run",
                    "--backend", "seatbelt")
     assert out["sandbox_argv"][:2] == ["/usr/bin/sandbox-exec", "-p"]
+    # Seatbelt cannot nest: Codex's own sandbox is turned off inside ours.
+    assert out["sandbox_argv"][-3:] == ["--no-daemon", "--sandbox", "danger-full-access"]
     assert out["policy"]["backend"] == "seatbelt" and "(deny default)" in out["seatbelt_profile"]
     assert str(env.ws) not in out["seatbelt_profile"] and str(env.ws) in out["seatbelt_params"].values()
     proc = env.run("start", "codex", "--backend", "seatbelt", "--detach")
