@@ -325,11 +325,8 @@ def find_srt() -> list[str] | None:
     for root in roots:
         pkg = root / "@anthropic-ai" / "sandbox-runtime"
         if (pkg / "package.json").is_file():
-            npx = shutil.which("npx")
             bin_ = root / ".bin" / "srt"
-            if npx:
-                return [npx, "--no-install", "srt"]
-            if bin_.exists():
+            if bin_.exists():  # by path: npx would look for it from the pane's cwd, not here
                 return [str(bin_)]
     return None
 
@@ -347,6 +344,10 @@ def bench_start(base: Path, n: int) -> dict:
     dash_i = bw_argv.index("--")
     log(f"bare bwrap argv: {len(bw_argv)} words, command {shlex.join(bw_argv[dash_i + 1:])}")
     srt = find_srt()
+    # The peer's equivalent of our isolated workspace: writes only there, no network.
+    srt_settings = ws_srt.parent / "srt-settings.json"
+    srt_settings.write_text(json.dumps({"filesystem": {"denyRead": [], "allowWrite": [str(ws_srt)], "denyWrite": []},
+                                        "network": {"allowedDomains": [], "deniedDomains": []}}))
 
     def tj_start(i: int) -> Timed:
         t = time_until_ready(w.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws_tj),
@@ -394,7 +395,7 @@ def bench_start(base: Path, n: int) -> dict:
 
         if srt and srt_error is None:
             try:
-                t = tmux_start(f"srt{i}", ws_srt, [*srt, shlex.join(["/bin/sh", str(standin)])])
+                t = tmux_start(f"srt{i}", ws_srt, [*srt, "-s", str(srt_settings), "/bin/sh", str(standin)])
                 srt_ready.append(t.ready)
             except RuntimeError as exc:
                 srt_error = str(exc)
@@ -409,7 +410,7 @@ def bench_start(base: Path, n: int) -> dict:
     elif srt_error or not srt_ready:
         compare(row, "srt in tmux new-session -d (peer launcher)", skipped=f"skipped: failed: {srt_error}"[:200])
     else:
-        compare(row, "srt in tmux new-session -d (peer launcher)", srt_ready)
+        compare(row, "srt in tmux new-session -d (peer launcher)", srt_ready, target=1.0)
     add("start", "tmuxjail start → command exited (info)", "s", tj_exit,
         note="the CLI waits for bwrap's child-pid status before returning")
 
