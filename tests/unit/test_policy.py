@@ -139,6 +139,7 @@ def test_bwrap_isolated_argv():
     assert s.index(f"{HOME} --bind") < s.index(f"--bind {HOME}/src/app")
     assert s.index(f"--ro-bind /dev/null {HOME}/src/app/tmux.sock") > s.index(f"--bind {HOME}/src/app")
     assert "--bind / /" not in s and "/tmp/tmux-1000" not in s  # not mounted at all
+    assert s.index("--ro-bind /proc/sys /proc/sys") > s.index("--proc /proc")  # host sysctls stay read-only
     assert argv[-2:] == ["--", "/opt/codex/codex"]
 
 
@@ -146,6 +147,7 @@ def test_bwrap_compatibility_argv_hides_state_and_tmux():
     pol = resolve("compatibility")
     s = " ".join(Bwrap().wrap(pol, ["x"], LAYOUT))
     assert "--bind / /" in s and "--unshare-pid" in s
+    assert s.index("--ro-bind /proc/sys /proc/sys") > s.index("--proc /proc") > s.index("--ro-bind-try /sys /sys")
     assert f"--tmpfs {HOME}/.local/state/tmuxjail" in s and f"--tmpfs {HOME}/.local/share/tmuxjail" in s
     assert f"--ro-bind-try {HOME}/.config/tmuxjail {HOME}/.config/tmuxjail" in s
     assert "--tmpfs /tmp/tmux-1000" in s and f"--ro-bind /dev/null {HOME}/src/app/tmux.sock" in s

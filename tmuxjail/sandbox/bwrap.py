@@ -10,6 +10,12 @@ NAME = "bwrap"
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
 TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 FIXED_PATHS = ("/usr/bin/bwrap", "/bin/bwrap")
+# A fresh /proc, with the kernel's tunables read-only. bwrap covers /proc/sys only when it finds
+# the directory writable, and the directory itself never is; the files in it are, for root: a
+# jail run by root could otherwise set host sysctls (kernel.core_pattern runs a program as host
+# root). The bind's source is the host's /proc/sys; sysctls are global or follow the caller's
+# namespaces, so the jail sees the same values either way.
+PROC = ("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
 
 
 def _depth(path: str) -> tuple[int, str]:
@@ -54,7 +60,9 @@ class Bwrap:
         # Today's behaviour: the whole host, writable. What is taken away: tmuxjail's own state
         # and private homes (hidden), its config (read-only), the tmux sockets (hidden), and the
         # host's processes: /proc/<pid>/root of the tmux server would otherwise reach its socket.
-        out = ["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        # /sys is read-only: root may write module parameters and other knobs there without any
+        # capability.
+        out = ["--bind", "/", "/", "--ro-bind-try", "/sys", "/sys", "--dev", "/dev", *PROC]
         for path in policy["protected"]:
             out += ["--ro-bind-try", path, path]
         for path in policy["hidden"]:
@@ -70,7 +78,7 @@ class Bwrap:
             elif kind:
                 out += ["--symlink", kind, top]
         out += ["--ro-bind", "/etc", "/etc", "--ro-bind-try", "/opt", "/opt"]
-        out += ["--proc", "/proc", "--dev", "/dev"]
+        out += [*PROC, "--dev", "/dev"]
         out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
         if host.resolv_dir:
             out += ["--ro-bind-try", host.resolv_dir, host.resolv_dir]
