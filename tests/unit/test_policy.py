@@ -160,12 +160,47 @@ def test_bwrap_verified_home_is_tmpfs_with_baseline_bound():
 
 def test_seccomp_program_shape():
     prog = seccomp.program("x86_64")
-    assert len(prog) == 10 * 8
+    assert len(prog) == 13 * 8
     ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
     assert ins[-1][3] == 0x00050000 | 1 and ins[-2][3] == 0x7FFF0000
-    assert {seccomp.TIOCSTI, seccomp.TIOCLINUX} <= {k for *_, k in ins}
+    assert {seccomp.TIOCSTI, seccomp.TIOCLINUX, *seccomp.IO_URING} <= {k for *_, k in ins}
     with pytest.raises(KeyError):
         seccomp.program("mips")
+
+
+def _run_bpf(prog: bytes, nr: int, arch: int, arg1: int = 0) -> int:
+    """A classic-BPF interpreter for the instructions the filter uses, over a seccomp_data."""
+    data = struct.pack("<iIQ6Q", nr, arch, 0, 0, arg1, 0, 0, 0, 0)
+    ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = ins[pc]
+        pc += 1
+        if code == 0x20:
+            acc = struct.unpack_from("<I", data, k)[0]
+        elif code in (0x15, 0x35):
+            pc += jt if (acc == k if code == 0x15 else acc >= k) else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected opcode {code:#x}")
+
+
+@pytest.mark.parametrize("machine", sorted(seccomp.ARCHES))
+def test_seccomp_program_semantics(machine):
+    arch, ioctl, x32 = seccomp.ARCHES[machine]
+    prog, allow, eperm = seccomp.program(machine), 0x7FFF0000, 0x00050000 | 1
+    assert _run_bpf(prog, 0, arch) == allow  # read
+    assert _run_bpf(prog, ioctl, arch, 0x5401) == allow  # TCGETS
+    assert _run_bpf(prog, ioctl, arch, 0x540F) == allow  # TIOCGPGRP: job control keeps working
+    for req in (seccomp.TIOCSTI, seccomp.TIOCLINUX, (1 << 32) | seccomp.TIOCSTI):  # high bits ignored
+        assert _run_bpf(prog, ioctl, arch, req) == eperm
+    for nr in seccomp.IO_URING:
+        assert _run_bpf(prog, nr, arch) == eperm
+    assert _run_bpf(prog, 424, arch) == allow and _run_bpf(prog, 428, arch) == allow
+    assert _run_bpf(prog, 0, 0x40000003) == eperm  # a foreign architecture (i386)
+    if x32:
+        assert _run_bpf(prog, seccomp.X32_BIT | 16, arch, seccomp.TIOCSTI) == eperm
 
 
 def test_config_parse_and_narrowing():
