@@ -21,29 +21,39 @@ ALL = ("compatibility", *STRICT)
 
 
 class Jail:
-    def __init__(self, env, mode):
-        self.env, self.mode = env, mode
-        self.info = env.json("start", "shell", "--mode", mode, "--workspace", str(env.ws), "--name", "j", "--detach")
+    def __init__(self, env, mode, name="j", workspace=None, extra=()):
+        self.env, self.mode, self.name = env, mode, name
+        self.info = env.json("start", "shell", "--mode", mode, "--workspace", str(workspace or env.ws), "--name", name,
+                             "--detach", *extra)
+        self.ws = Path(self.info["workspace"])  # canonical: what the jail's cwd is
         self.n = 0
 
     def sh(self, script: str, timeout: float = 15) -> str:
-        """Run a script in the jailed shell (as an agent would) and return its output."""
+        """Run a script in the jailed shell (as an agent would) and return its output. The typed
+        command names the script relative to the shell's cwd (the workspace), so workspace paths
+        with spaces, quotes or unicode never pass through the keyboard."""
         self.n += 1
-        src, out = self.env.ws / f".attack{self.n}.sh", self.env.ws / f".attack{self.n}.out"
-        src.write_text(textwrap.dedent(script))
-        self.env.tmux("send-keys", "-t", "=j:", f"sh {src} > {out}.tmp 2>/dev/null; mv {out}.tmp {out}", "Enter")
+        name = f".attack{self.n}"
+        (self.ws / f"{name}.sh").write_text(textwrap.dedent(script))
+        out = self.ws / f"{name}.out"
+        target = f"={self.name}:"
+        self.env.tmux("send-keys", "-t", target, f"sh {name}.sh > {name}.tmp 2>/dev/null; mv {name}.tmp {name}.out",
+                      "Enter")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if out.exists():
                 return out.read_text()
             time.sleep(0.05)
-        raise AssertionError(f"attack {self.n} did not finish: {self.env.tmux('capture-pane', '-p', '-t', '=j:')}")
+        raise AssertionError(f"attack {self.n} did not finish: {self.env.tmux('capture-pane', '-p', '-t', target)}")
 
 
 @pytest.fixture
 def world(jail_env):
+    return furnish(jail_env)
+
+
+def furnish(env):
     """Things outside the jail that an attack would want, and a way to see they are unchanged."""
-    env = jail_env
     (env.home / ".ssh").mkdir()
     (env.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
     sentinel = env.outside / "sentinel"
@@ -215,7 +225,7 @@ def test_environment_is_an_allowlist(world, mode):
     env.run("start", "shell", "--mode", mode, "--workspace", str(env.ws), "--name", "j", "--detach", check=True,
             env_extra={"LD_PRELOAD": "/evil.so", "NODE_OPTIONS": "--require /evil", "AWS_SECRET_ACCESS_KEY": "k"})
     jail = Jail.__new__(Jail)
-    jail.env, jail.mode, jail.n = env, mode, 0
+    jail.env, jail.mode, jail.name, jail.ws, jail.n = env, mode, "j", env.ws, 0
     out = jail.sh("env | cut -d= -f1 | sort | tr '\\n' ' '")
     names = set(out.split())
     assert not names & {"LD_PRELOAD", "NODE_OPTIONS", "AWS_SECRET_ACCESS_KEY", "TMUX", "TMUX_PANE"}, names

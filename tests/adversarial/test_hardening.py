@@ -1,0 +1,431 @@
+"""More escape attempts from inside real jailed panes: host processes (ptrace, process_vm_readv,
+/proc/PID/*), kernel tunables (/proc/sys, /sys), /proc/PID/exe overwrites, io_uring, terminal
+injection after the CLI exits and after a resume, tmux escape-sequence options, odd paths, a
+second live session's private home, and symlinked bind targets refused through the CLI. Each
+asserts that the attack failed and that nothing outside changed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Env, have_jail
+from test_escapes import ALL, STRICT, Jail, furnish, world  # noqa: F401  (world is a fixture)
+
+pytestmark = pytest.mark.adversarial
+SYS_IOCTL = {"x86_64": 16, "aarch64": 29}.get(platform.machine(), 16)
+
+
+def _wait(pred, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# -- processes -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ALL)
+def test_host_process_cannot_be_traced_read_or_signalled(world, mode):
+    env = world
+    victim = subprocess.Popen(["sleep", "600"], env=env.environ(SECRET_IN_ENV="host-secret"))
+    try:
+        region = next(l.split()[0] for l in Path(f"/proc/{victim.pid}/maps").read_text().splitlines()
+                      if l.split()[1].startswith("r"))
+        addr = int(region.split("-")[0], 16)
+        jail = Jail(env, mode)
+        out = jail.sh(f"""
+            python3 - <<'PY'
+            import ctypes, os
+            libc = ctypes.CDLL(None, use_errno=True)
+            pid = {victim.pid}
+            if os.path.exists(f"/proc/{{pid}}"):
+                print("SEE_HOST_PID")
+            if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+                print("PTRACE_ATTACH")
+            if libc.ptrace(0x4206, pid, 0, 0) == 0:  # PTRACE_SEIZE
+                print("PTRACE_SEIZE")
+            class iovec(ctypes.Structure):
+                _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+            buf = ctypes.create_string_buffer(64)
+            local, remote = iovec(ctypes.addressof(buf), 64), iovec({addr}, 64)
+            if libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) > 0:
+                print("VM_READV")
+            if libc.process_vm_writev(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) > 0:
+                print("VM_WRITEV")
+            for f in ("cmdline", "environ", "mem", "maps", "root/etc/hostname"):
+                try:
+                    with open(f"/proc/{{pid}}/{{f}}", "rb") as fh:
+                        fh.read(1)
+                    print("READ_" + f.upper())
+                except OSError:
+                    pass
+            try:
+                os.kill(pid, 0)
+                print("SIGNAL")
+            except OSError:
+                pass
+            # The jail's own init (bwrap, pid 1) carries the same filter, no capabilities and
+            # no-new-privs: tracing it (allowed, same jail) gains nothing.
+            st = open("/proc/1/status").read()
+            if "Seccomp:\\t2" not in st or "NoNewPrivs:\\t1" not in st or "CapEff:\\t0000000000000000" not in st:
+                print("INIT_WEAKER")
+            # Positive: the CLI may still look at and trace its own children.
+            import subprocess, signal
+            kid = subprocess.Popen(["sleep", "30"])
+            while not open(f"/proc/{{kid.pid}}/cmdline").read().startswith("sleep"):
+                pass
+            ok = libc.ptrace(16, kid.pid, 0, 0) == 0 and open(f"/proc/{{kid.pid}}/cmdline").read().startswith("sleep")
+            print("OWN_CHILD_OK" if ok else "OWN_CHILD_FAIL")
+            kid.kill()
+            PY
+            echo end
+        """)
+        assert out.split() == ["OWN_CHILD_OK", "end"], out
+        status = Path(f"/proc/{victim.pid}/status").read_text()
+        assert victim.poll() is None and "TracerPid:\t0" in status and "(stopped)" not in status
+        env.unchanged()
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_proc_exe_links_cannot_overwrite_binaries(world, mode):
+    """CVE-2019-5736 class: a process's /proc/PID/exe leads to the binary on the host's mount,
+    which may be writable there (root owns /usr/bin/bwrap). Every exe the jail can name is busy or
+    on a read-only mount."""
+    env = world
+    bwrap_before = hashlib.sha256(Path("/usr/bin/bwrap").read_bytes()).hexdigest()
+    jail = Jail(env, mode)
+    out = jail.sh("""
+        python3 - <<'PY'
+        import os
+        for p in filter(str.isdigit, os.listdir("/proc")):
+            for flags in (os.O_WRONLY, os.O_RDWR | os.O_APPEND):
+                try:
+                    fd = os.open(f"/proc/{p}/exe", flags)
+                    os.close(fd)
+                    print("EXE_WRITABLE", p, os.readlink(f"/proc/{p}/exe"))
+                except OSError:
+                    pass
+        PY
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert hashlib.sha256(Path("/usr/bin/bwrap").read_bytes()).hexdigest() == bwrap_before
+    env.unchanged()
+
+
+# -- kernel ----------------------------------------------------------------------------------
+
+def _writable_module_param() -> Path | None:
+    for p in sorted(Path("/sys/module").glob("*/parameters/*")):
+        try:
+            if p.stat().st_mode & 0o200 and p.read_text().strip() in ("N", "Y", "0", "1"):
+                return p
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_kernel_tunables_are_read_only(world, mode):
+    """A jail run by root has uid 0 on the host: without a read-only /proc/sys it could set host
+    sysctls (kernel.core_pattern = a program run as host root on the next crash)."""
+    env = world
+    sysctl = Path("/proc/sys/kernel/printk_ratelimit")
+    before = sysctl.read_text()
+    param = _writable_module_param()
+    param_before = param.read_text() if param else None
+    jail = Jail(env, mode)
+    try:
+        out = jail.sh(f"""
+            v=$(cat {sysctl}); (echo $((v + 1)) > {sysctl}) 2>/dev/null && echo SYSCTL_WRITTEN
+            (cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern) 2>/dev/null && echo CORE_PATTERN
+            mount -o remount,rw /proc/sys 2>/dev/null && echo REMOUNT_PROC_SYS
+            {f'(cat {param} > {param}) 2>/dev/null && echo SYS_WRITTEN' if param else ''}
+            for f in /sys/kernel/uevent_helper /sys/power/state; do [ -e $f ] && (: >> $f) 2>/dev/null && echo SYS_$f; done
+            cat /proc/sys/kernel/ostype >/dev/null && echo READ_OK
+            echo end
+        """)
+        assert out.split() == ["READ_OK", "end"], out
+        assert sysctl.read_text() == before
+        if param:
+            assert param.read_text() == param_before
+        env.unchanged()
+    finally:
+        if sysctl.read_text() != before:
+            sysctl.write_text(before)
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_io_uring_refused(world, mode):
+    """io_uring is a large kernel attack surface and runs socket and file operations outside the
+    syscall filter's view; the seccomp filter refuses its three syscalls (programs fall back)."""
+    env = world
+    jail = Jail(env, mode)
+    out = jail.sh("""
+        python3 - <<'PY'
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        params = ctypes.create_string_buffer(120)
+        for name, nr, args in (("SETUP", 425, (8, params)), ("ENTER", 426, (-1, 1, 0, 0, None, 0)),
+                               ("REGISTER", 427, (-1, 0, None, 0))):
+            r = libc.syscall(nr, *args)
+            print(name if r >= 0 else f"{name.lower()}-errno{ctypes.get_errno()}")
+        PY
+        echo end
+    """)
+    assert out.split() == ["setup-errno1", "enter-errno1", "register-errno1", "end"], out
+    env.unchanged()
+
+
+# -- terminal --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ALL)
+def test_injected_input_never_runs_after_exit_or_resume(world, mode):
+    env = world
+    marker = env.outside / "injected"
+    jail = Jail(env, mode)
+    pane = jail.info["tmux_pane"]
+    out = jail.sh(rf"""
+        python3 - <<'PY'
+        import ctypes, fcntl, os, termios
+        libc = ctypes.CDLL(None, use_errno=True)
+        cmd = b"touch {marker}\n"
+        tty = os.open("/dev/tty", os.O_RDWR)
+        for fd in (0, tty):
+            for ch in cmd:
+                try:
+                    fcntl.ioctl(fd, termios.TIOCSTI, bytes([ch]))
+                    print("STI")
+                    break
+                except OSError:
+                    pass
+            # CVE-2019-10063: the request with junk in the upper 32 bits still means TIOCSTI
+            c = ctypes.c_char(b"x")
+            if libc.syscall({SYS_IOCTL}, fd, ctypes.c_ulong((1 << 32) | termios.TIOCSTI), ctypes.byref(c)) == 0:
+                print("STI_HIGH_BITS")
+        PY
+        setsid sh -c 'sleep 302' </dev/null >/dev/null 2>&1 &
+        ( ( sleep 303 </dev/null >/dev/null 2>&1 & ) & )
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    shell_pid = int(env.tmux("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
+    env.tmux("send-keys", "-t", pane, "exit", "Enter")
+    assert _wait(lambda: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip() == "1")
+    time.sleep(0.5)
+    # The dead pane has no process at all: nothing reads the pane's terminal any more.
+    assert not _alive(shell_pid)
+    assert subprocess.run(["pgrep", "-f", "sleep 30[23]"], capture_output=True).returncode == 1
+    assert not marker.exists()
+    env.run("resume", "j", "--detach", check=True)
+    assert jail.sh("echo resumed").split() == ["resumed"]
+    time.sleep(0.3)
+    assert not marker.exists()
+    env.unchanged()
+
+
+def test_escape_sequence_options_on_jailed_windows(world):
+    """allow-passthrough is off on the jailed window even when the server's global is on, also
+    after a resume. OSC 52 clipboard writes follow the server's set-clipboard: under the default
+    (external) no tmux buffer is made; under `on` the pane can fill one (documented in README)."""
+    env = world
+    jail = Jail(env, "isolated")
+    env.tmux("set-option", "-gw", "allow-passthrough", "on")
+    assert env.tmux("show-options", "-wv", "-t", "=j:", "allow-passthrough").strip() == "off"
+    osc52 = r"printf '\033]52;c;%s\007' $(printf 'touch /tmp/pwned' | base64) > /dev/tty"
+    jail.sh(osc52 + r"; printf '\033Ptmux;\033\033]52;c;eA==\007\033\\' > /dev/tty")
+    time.sleep(0.3)
+    assert env.tmux("list-buffers", check=False).strip() == ""
+    env.tmux("set-option", "-s", "set-clipboard", "on")
+    jail.sh(osc52)
+    assert _wait(lambda: env.tmux("list-buffers", check=False).strip() != "", 3)  # what remains, by design
+    env.kill()
+    env.run("resume", "j", "--detach", check=True)
+    env.tmux("set-option", "-gw", "allow-passthrough", "on")
+    assert env.tmux("show-options", "-wv", "-t", "=j:", "allow-passthrough").strip() == "off"
+    assert not Path("/tmp/pwned").exists()
+    env.unchanged()
+
+
+# -- paths -----------------------------------------------------------------------------------
+
+ODD = "my ws 'q' \"dq\" ü $HOME `x`"
+
+
+@pytest.fixture
+def odd_world(tmp_path):
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    env = Env(tmp_path / ODD)  # home, workspace, stand-ins and outside all carry the odd name
+    yield furnish(env)
+    env.kill()
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_odd_characters_in_home_and_workspace(odd_world, mode):
+    env = odd_world
+    jail = Jail(env, mode)
+    assert jail.ws == env.ws
+    ws, sentinel = shlex.quote(str(env.ws)), shlex.quote(str(env.sentinel))
+    out = jail.sh(f"""
+        [ "$(pwd)" = {ws} ] && echo CWD_OK
+        echo kept > ./inside && echo WRITE_INSIDE_OK
+        echo x > {sentinel} 2>/dev/null && echo WROTE_OUTSIDE
+        echo x > "$HOME/.ssh/id_ed25519" 2>/dev/null && echo WROTE_HOME_KEY
+        echo home > "$HOME/mark" 2>/dev/null && echo HOME_WRITABLE
+        echo end
+    """)
+    if mode == "compatibility":  # the host, writable: allowed by design; undo for unchanged()
+        assert {"CWD_OK", "WRITE_INSIDE_OK", "WROTE_OUTSIDE", "end"} <= set(out.split()), out
+        env.sentinel.write_text("untouched")
+        (env.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    else:
+        assert out.split() == ["CWD_OK", "WRITE_INSIDE_OK", "HOME_WRITABLE", "end"], out
+        assert not (env.home / "mark").exists()  # the jail's home is not the host's
+    assert (env.ws / "inside").read_text() == "kept\n"
+    env.unchanged()
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_dotdot_and_symlinked_workspace_are_canonicalised(world, mode):
+    env = world
+    (env.root / "b").mkdir()
+    (env.root / "deep" / "x").mkdir(parents=True)
+    (env.root / "b" / "x").mkdir()
+    (env.root / "link").symlink_to(env.root / "deep" / "x")
+    # a/../b lands on b
+    jail = Jail(env, mode, workspace=f"{env.ws}/../b")
+    assert jail.ws == env.root / "b"
+    out = jail.sh(f"""
+        pwd; touch ./in-b && echo B_OK
+        touch {env.ws}/not-here 2>/dev/null && echo WROTE_A
+        echo end
+    """)
+    expect = [str(env.root / "b"), "B_OK", *(["WROTE_A"] if mode == "compatibility" else []), "end"]
+    assert out.split() == expect, out
+    (env.ws / "not-here").unlink(missing_ok=True)
+    assert (env.root / "b" / "in-b").exists()
+    env.run("stop", "j", check=True)
+    # link/../x: the kernel follows link first, so this is deep/x; the policy agrees with it
+    proc = env.run("start", "shell", "--mode", mode, "--workspace", f"{env.root}/link/../x", "--name", "k",
+                   "--detach", "--dry-run", "--json", check=True)
+    assert f'"{env.root}/deep/x"' in proc.stdout and f"{env.root}/b/x" not in proc.stdout
+
+
+def test_newline_in_workspace_is_refused(world):
+    env = world
+    bad = env.root / "bad\nname"
+    bad.mkdir()
+    for mode in ALL:
+        proc = env.run("start", "shell", "--mode", mode, "--workspace", str(bad), "--name", "n", "--detach")
+        assert proc.returncode == 2, proc.stderr
+        assert "newline" in proc.stderr and "Traceback" not in proc.stderr
+    assert env.tmux("ls", check=False).strip() == ""
+    if env.store.exists():
+        assert sqlite3.connect(env.store).execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("target", ["/etc", "HOME", "HOME/..", "relative-up"])
+def test_symlinked_bind_target_outside_is_refused_through_the_cli(world, target):
+    """verified mode binds ~/.codex back into the jail: a ~/.codex that leads out of the home (or
+    to the home itself) is refused at policy time, before anything runs or is recorded."""
+    env = world
+    link = env.home / ".codex"
+    if target == "relative-up":
+        link.symlink_to("../outside")
+    else:
+        link.symlink_to(target.replace("HOME", str(env.home)))
+    proc = env.run("start", "codex", "--mode", "verified", "--workspace", str(env.ws), "--name", "v", "--detach")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "resolves to" in lines[0] and "refusing to bind it" in lines[0], lines
+    assert env.tmux("ls", check=False).strip() == ""
+    if env.store.exists():
+        assert sqlite3.connect(env.store).execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+    assert link.is_symlink()  # nothing followed or replaced it
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ALL)
+def test_other_live_sessions_private_home_unreachable(world, mode):
+    env = world
+    first = Jail(env, "isolated")
+    first.sh("echo first-secret > ~/token")
+    a_home = Path(first.info["private_home"])
+    assert (a_home / "token").read_text() == "first-secret\n"
+    ws2 = env.root / "ws2"
+    ws2.mkdir()
+    second = Jail(env, mode, name="k", workspace=ws2, extra=("--env", "other"))
+    out = second.sh(f"""
+        cat {a_home}/token 2>/dev/null && echo READ_BY_PATH
+        grep -rqs first-secret ~ 2>/dev/null && echo FOUND_IN_OWN_HOME
+        for p in /proc/[0-9]*; do cat $p/root{env.home}/token 2>/dev/null && echo READ_BY_PROC; done
+        echo x > {a_home}/token 2>/dev/null
+        echo x > {a_home}/planted 2>/dev/null
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert (a_home / "token").read_text() == "first-secret\n" and not (a_home / "planted").exists()
+    assert first.sh("cat ~/token").strip() == "first-secret"
+    assert sorted(env.tmux("ls", "-F", "#{session_name}").split()) == ["j", "k"]
+    assert env.sentinel.read_text() == "untouched"
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_nested_namespaces_cannot_lift_masks(world, mode):
+    """A user namespace made inside the jail has every capability over its own mounts, but the
+    jail's mounts arrive locked: they cannot be unmounted, bound without what covers them, or
+    remounted writable. (Where the jail cannot even map a uid, unshare fails first.)"""
+    env = world
+    subprocess.run(["git", "init", "-q", str(env.ws)], check=True)
+    uid = os.getuid()
+    if mode == "compatibility":  # tmux's socket dir is a tmpfs over the host's; the config is read-only
+        mask, ro = f"/tmp/tmux-{uid}", str(env.config_dir)
+        revealed = f"ls -A {env.ws}/peek/tmux-{uid} | grep -q ."
+        env.config_dir.mkdir(parents=True, exist_ok=True)
+    else:  # /etc/shadow is /dev/null over the real one; .git/hooks is read-only
+        mask, ro = "/etc/shadow", f"{env.ws}/.git/hooks"
+        revealed = f"[ -s {env.ws}/peek/shadow ]"  # the real one has content; /dev/null has none
+    peek = env.ws / "peek"
+    jail = Jail(env, mode)
+    out = jail.sh(f"""
+        mkdir -p {peek}
+        for ns in -Urm -Ucm -Um; do
+          unshare $ns sh -c '
+            umount -l {mask} 2>/dev/null && echo UMOUNT
+            mount --bind {os.path.dirname(mask)} {peek} 2>/dev/null && {{
+              {revealed} 2>/dev/null && echo REVEALED
+              umount {peek}; }}
+            mount -o remount,bind,rw {ro} 2>/dev/null && echo REMOUNT_RW
+            touch {ro}/planted 2>/dev/null && echo WROTE_RO
+            true' 2>/dev/null
+        done
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert not Path(ro, "planted").exists()
+    if mode == "compatibility":
+        assert env.tmux("ls", "-F", "#{session_name}").split() == ["j"]
+    env.unchanged()
