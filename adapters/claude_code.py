@@ -32,6 +32,10 @@ class ClaudeCode(Adapter):
         env = super().env(home, mode, uid)
         if mode == "isolated":
             env["CLAUDE_CODE_TMPDIR"] = f"{home}/.claude/tmp"
+        if mode == "verified":
+            # ~/.claude.json is rewritten by rename, which fails on a file bind (EBUSY) and is lost
+            # in the tmpfs home when absent: keep it inside the approved ~/.claude directory.
+            env["CLAUDE_CONFIG_DIR"] = f"{home}/.claude"
         if mode != "compatibility" and uid == 0:
             # Claude refuses bypass-permissions as uid 0 unless told it is sandboxed; it is.
             env["IS_SANDBOX"] = "1"

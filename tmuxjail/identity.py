@@ -126,7 +126,13 @@ def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> R
         extra.append((str(interp_real), sha256_file(interp_real, cache)))
         argv = [str(interp_real), str(real)]
         roots.append(str(interp_real))
-    if pkg_root is not None:
+    if pkg_root is not None and shebang and "node_modules" in pkg_root.parts:
+        # A script run by Node resolves its dependencies from every node_modules above it, and npm
+        # hoists them out of the package (observed: pi 0.73.1 imports undici from
+        # <prefix>/node_modules): expose the outermost node_modules directory.
+        top = pkg_root.parts.index("node_modules")
+        roots.insert(0, str(Path(*pkg_root.parts[: top + 1])))
+    elif pkg_root is not None:
         roots.insert(0, str(pkg_root))
     elif adapter.install_root_is_dir:
         roots.insert(0, str(real.parent))

@@ -248,6 +248,14 @@ def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:
             # A missing hooks dir would let the agent create one and plant a hook: make it exist,
             # so it is bound read-only like the rest (git itself creates it on init).
             Path(path).mkdir(exist_ok=True)
+    if pol["mode"] == "verified":
+        # The CLI's state dir under an approved rw path must exist before the launch: a missing
+        # path is not bound, and the CLI would write into the throwaway tmpfs home (CODEX_HOME
+        # must also exist before Codex starts).
+        for rel in adapter.home_dirs:
+            p = os.path.join(pol["home"], rel)
+            if any(p == w or p.startswith(w.rstrip("/") + "/") for w in pol["host_write"]):
+                Path(p).mkdir(parents=True, exist_ok=True, mode=0o700)
     if pol["private_home"]:
         home = paths_mod.ensure_private_dir(Path(pol["private_home"]))
         for rel in adapter.home_dirs:
