@@ -108,6 +108,15 @@ def _parser():
     rv.add_argument("provider")
     rv.add_argument("--json", action="store_true", help="print JSON")
 
+    ce = cmd("certify", "run the installed CLI in real jailed panes under each mode and record the evidence "
+             "(scratch HOME, private tmux server; needs no credentials or network)",
+             "tmuxjail certify codex --mode isolated --json")
+    ce.add_argument("provider", choices=("codex", "claude-code", "pi", "cursor"))
+    ce.add_argument("--mode", action="append", choices=MODES, default=[], help="repeatable (default: all three)")
+    ce.add_argument("--standin", action="store_true", help="cursor: certify a stand-in that follows its documented contract")
+    ce.add_argument("--output", metavar="FILE", help="evidence JSON file (default: in the state dir, under certify/)")
+    ce.add_argument("--json", action="store_true", help="print JSON")
+
     pf = cmd("preflight", "check that a start would run, without prompting or starting anything (for scheduled runs)",
              "tmuxjail preflight codex --mode verified --workspace ~/src/app --json")
     pf.add_argument("provider")
@@ -252,6 +261,12 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         return 1 if failed else 0
     if args.command == "profiles":
         return _profiles(args, json_out)
+    if args.command == "certify":
+        from . import certify
+
+        rec = certify.run_certify(args.provider, tuple(args.mode), args.standin, args.output)
+        _print_json(rec) if json_out else print(certify.render(rec))
+        return 0 if rec["ok"] else 1
     from . import sessions
     from .errors import NotApproved, UsageError
 
