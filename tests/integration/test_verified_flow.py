@@ -39,7 +39,7 @@ def test_approve_start_upgrade_refused_reapprove_start(jail_env):
     assert shown["approval"]["capabilities"] == sorted(shown["policy"]["capabilities"])
     assert shown["identity"]["sha256"] == shown["approval"]["executable"]["sha256"]
     assert {"id": "codex.state", "label": "Use your existing Codex login and conversation history"} in shown["capabilities"]
-    assert shown["profile"]["version"] == "1" and shown["mode"] == "verified"
+    assert shown["profile"]["version"] == _codex_version() and shown["mode"] == "verified"
 
     upgrade(env)  # an upgrade is detected before anything runs
     env.kill()
@@ -134,10 +134,18 @@ def test_accept_changes_needs_a_terminal(jail_env):
     assert proc.returncode == 2 and "terminal" in proc.stderr
 
 
+def _codex_version() -> str:
+    import tomllib
+    from importlib import resources
+
+    # the shipped profile's version (it is bumped whenever the profile changes, e.g. on certification)
+    return tomllib.loads(resources.files("tmuxjail.profile_data").joinpath("codex.toml").read_text())["profile_version"]
+
+
 def test_profiles_commands(env):
     assert env.run("profiles", "check").returncode == 0
     data = env.json("profiles", "show", "codex")
-    assert data["profile_version"] == "1" and "git-identity" in data["optional"]
+    assert data["profile_version"] == _codex_version() and "git-identity" in data["optional"]
     assert "~/.codex" in env.run("profiles", "show", "codex", "--details").stdout
     assert env.run("profiles", "show", "nosuch").returncode == 2
 

@@ -1,0 +1,117 @@
+"""`tmuxjail certify` against the real CLIs pinned in certify/pins.json (installed by
+scripts/install-certify-clis.sh into a cache outside the repo), and the Cursor stand-in.
+A pin that is not installed skips with the reason; it never passes silently."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import have_jail
+
+REPO = Path(__file__).resolve().parents[2]
+PINS = REPO / "certify" / "pins.json"
+MODES = ("compatibility", "isolated", "verified")
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TMUXJAIL_CERTIFY_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tmuxjail-certify")
+    return Path(base, hashlib.sha256(PINS.read_bytes()).hexdigest()[:12])
+
+
+def installed_bin(provider: str) -> Path:
+    pin = json.loads(PINS.read_text())["packages"][provider]
+    pdir = cache_dir() / provider
+    exe = pdir / "node_modules" / ".bin" / pin["bin"]
+    if (pdir / "SKIP").exists():
+        pytest.skip(f"{pin['npm']}@{pin['version']} not installed: {(pdir / 'SKIP').read_text().strip()}")
+    if not exe.exists():
+        pytest.skip(f"{pin['npm']}@{pin['version']} not installed in {pdir}; run scripts/install-certify-clis.sh")
+    return exe.parent
+
+
+def certify(tmp_path: Path, provider: str, mode: str, bindir: Path | None, *extra: str) -> dict:
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    home = tmp_path / "realhome"  # stands for the user's real home, snapshotted by certify
+    (home / ".config").mkdir(parents=True)
+    (home / ".profile").write_text("# a file that must stay byte-for-byte the same\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TMUX", "XDG_"))}
+    env.update(HOME=str(home), PATH=(f"{bindir}:" if bindir else "") + "/usr/local/bin:/usr/bin:/bin",
+               LANG="C.UTF-8", TMUXJAIL_CERTIFY_SCRATCH=str(tmp_path))
+    out = tmp_path / "evidence.json"
+    proc = subprocess.run([sys.executable, "-m", "tmuxjail", "certify", provider, "--mode", mode, "--json",
+                           "--output", str(out), *extra], env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    rec = json.loads(proc.stdout)
+    assert json.loads(out.read_text())["modes"] == rec["modes"]
+    failed = [c for r in rec["modes"].values() for c in r["checks"] if not c["ok"]]
+    assert proc.returncode == 0 and rec["ok"], json.dumps(failed or rec.get("error"), indent=1)[:4000]
+    assert rec["real_home"]["unchanged"] and (home / ".profile").read_text().startswith("# a file")
+    assert rec["executable"]["sha256"].startswith("sha256:") and rec["cli_version"]
+    assert rec["profile"]["version"] and rec["started_at"] and rec["finished_at"]
+    # The store of the "real" home holds the evidence event; the approval went to the scratch store only.
+    import sqlite3
+
+    db = sqlite3.connect(home / ".local/state/tmuxjail/store.db")
+    assert db.execute("SELECT count(*) FROM events WHERE kind='certify'").fetchone()[0] == 1
+    assert db.execute("SELECT count(*) FROM approvals").fetchone()[0] == 0
+    return {c["check"]: c for c in rec["modes"][mode]["checks"]}
+
+
+def names(checks: dict, prefix: str) -> list[str]:
+    return [n for n in checks if n.startswith(prefix)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_certify_codex(tmp_path, mode):
+    checks = certify(tmp_path, "codex", mode, installed_bin("codex"))
+    # Quirks: --no-daemon (no leftover app-server, no 424 MB daemon copy), CODEX_HOME made first.
+    assert checks["codex: --no-daemon on the command line"]["ok"]
+    assert checks["no process left after stop (no codex app-server)"]["ok"]
+    assert checks["codex: no daemon copy in CODEX_HOME"]["ok"]
+    assert names(checks, "codex: its own bwrap")
+    assert checks["state written"]["ok"] and ".codex/installation_id" in checks["state written"]["observed"]["files"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_certify_claude_code(tmp_path, mode):
+    checks = certify(tmp_path, "claude-code", mode, installed_bin("claude-code"))
+    assert names(checks, "claude: --dangerously-skip-permissions")
+    if os.getuid() == 0:
+        assert checks["claude: IS_SANDBOX=1 as root in strict modes"]["ok"]
+    assert checks["claude: `-p --resume <id>` finds the conversation inside the jail"]["ok"]
+    if mode == "isolated":
+        assert checks["claude: CLAUDE_CONFIG_DIR and CLAUDE_CODE_TMPDIR in the private home"]["ok"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_certify_pi(tmp_path, mode):
+    checks = certify(tmp_path, "pi", mode, installed_bin("pi"))
+    assert checks["pi: PI_OFFLINE=1 reaches the CLI"]["ok"]
+    assert checks["child: state dir ~/.pi/agent writable"]["ok"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_certify_cursor_standin(tmp_path, mode):
+    if not any(Path(d, "node").exists() for d in ("/usr/bin", "/usr/local/bin")):
+        pytest.skip("node is not installed: the Cursor stand-in bundles a copy of it")
+    checks = certify(tmp_path, "cursor", mode, None, "--standin")
+    assert names(checks, "cursor: install root inside HOME")
+    assert checks[names(checks, "cursor: install root inside HOME")[0]]["ok"]
+
+
+def test_certify_errors_are_one_line(tmp_path):
+    env = {**os.environ, "HOME": str(tmp_path)}
+    for args, code in ((["cursor"], 2), (["codex", "--standin"], 2), (["nope"], 2)):
+        proc = subprocess.run([sys.executable, "-m", "tmuxjail", "certify", *args], env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stderr
