@@ -53,6 +53,10 @@ def _parser():
     s.add_argument("--capability", action="append", default=[], metavar="ID",
                    help="optional capability to add (verified mode)")
     s.add_argument("--detach", action="store_true", help="do not attach or switch the client")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--here", action="store_true", help="a new window in the current tmux session (inside tmux)")
+    where.add_argument("--split", choices=("h", "v"), help="split the current tmux pane: h side by side, v stacked")
+    s.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the new session (key bindings pass it)")
     s.add_argument("--non-interactive", action="store_true", help="never prompt; fail instead")
     s.add_argument("--dry-run", action="store_true", help="print the policy, fingerprint, pane command and sandbox argv; run nothing")
     s.add_argument("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy; never widens")
@@ -63,13 +67,19 @@ def _parser():
     r = cmd("resume", "reattach a live session, or relaunch the CLI's resume in the same jail", "tmuxjail resume app")
     r.add_argument("name")
     r.add_argument("--detach", action="store_true", help="do not attach or switch the client")
+    r.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the session (key bindings pass it)")
     r.add_argument("--accept-changes", action="store_true",
                    help="move the session to today's policy (asks on a terminal; verified mode needs the new approval first)")
     r.add_argument("--json", action="store_true", help="print JSON")
 
     ls = cmd("list", "list sessions with their effective modes", "tmuxjail list --json")
     ls.add_argument("--all", action="store_true", help="include stopped sessions")
-    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.add_argument("--check", action="store_true",
+                    help="recompute each policy as resume would, and show `mismatch` with reason codes (slower)")
+    ls.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour the table (auto: on a terminal)")
+    lf = ls.add_mutually_exclusive_group()
+    lf.add_argument("--json", action="store_true", help="print a JSON array")
+    lf.add_argument("--ndjson", action="store_true", help="print one JSON object per line")
 
     sh = cmd("show", "show a session and its effective policy, in full", "tmuxjail show app --json")
     sh.add_argument("name")
@@ -78,6 +88,19 @@ def _parser():
     st = cmd("stop", "stop a session (kills its tmux session; the record stays)", "tmuxjail stop app")
     st.add_argument("name")
     st.add_argument("--json", action="store_true", help="print JSON")
+
+    sl = cmd("shell", "open your login shell in a new window, inside the same jail as a session", "tmuxjail shell app")
+    sl.add_argument("name")
+    sl.add_argument("--detach", action="store_true", help="do not attach or switch the client")
+    sl.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the new window")
+    sl.add_argument("--json", action="store_true", help="print JSON")
+
+    mn = cmd("menu", "run (or --print) the tmux menu/popup behind a tmux.conf.example key",
+             "tmuxjail menu start --print")
+    mn.add_argument("action", choices=("start", "resume", "list", "shell", "policy", "stop"))
+    mn.add_argument("-c", dest="client", metavar="CLIENT", help="tmux client (bindings pass '#{client_name}')")
+    mn.add_argument("-t", dest="pane", metavar="PANE", help="tmux pane (bindings pass '#{pane_id}')")
+    mn.add_argument("--print", action="store_true", help="print the tmux command instead of running it")
 
     d = cmd("doctor", "check tmux, bubblewrap and user namespaces, and say how to fix them", "tmuxjail doctor")
     d.add_argument("--json", action="store_true", help="print JSON")
@@ -200,9 +223,23 @@ def _attach(result: dict, json_out: bool) -> None:
     os.execv(argv[0], argv)
 
 
+def _bring(tmux, result: dict, args, json_out: bool, target: str | None = None) -> None:
+    """Show the user the session: switch the given client (key bindings), else attach from outside
+    tmux or switch-client from inside, unless --detach."""
+    client = getattr(args, "client", None)
+    if client and not getattr(args, "detach", False):
+        tmux.switch_client(client, target or result.get("tmux_pane") or f"={result['tmux_session']}")
+        return
+    _attach(result, json_out)
+
+
 def run(argv: list[str]) -> int:
     from .errors import TmuxjailError
 
+    if argv[:1] == ["_pane"]:  # a new pane of a jailed session (its default-command); see panes.py
+        from .panes import run_pane
+
+        return run_pane(argv[1:])
     argv, passthrough = _split_passthrough(argv)
     args = _parser().parse_args(argv)
     if args.version:
@@ -281,8 +318,13 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             name=args.name, env_name=args.env_name, capabilities=tuple(args.capability),
             detach=args.detach, non_interactive=args.non_interactive, dry_run=args.dry_run,
             args=tuple(passthrough), backend=args.backend, restriction=_restriction(args.restrict))
+        place = None
+        if (args.here or args.split) and not args.dry_run:
+            from .panes import here
+
+            place = here(tmux, ctx.env, "window" if args.here else "split", args.split)
         try:
-            result = sessions.start(ctx, opts)
+            result = sessions.start(ctx, opts, place)
         except NotApproved as exc:
             # Interactive starts may ask a human; --non-interactive and scripts never do.
             if not exc.data.get("fix") or args.non_interactive or args.dry_run or json_out \
@@ -291,7 +333,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             print(f"tmuxjail: {exc.message}")
             if not _approve(ctx, args.provider, args.capability, False, False, False):
                 raise
-            result = sessions.start(ctx, opts)
+            result = sessions.start(ctx, opts, place)
         if args.dry_run:
             if json_out:
                 _print_json(result)
@@ -308,26 +350,40 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
                     print("\n".join(f"  {k}={v}" for k, v in result["seatbelt_params"].items()))
                 print("environment names:\n  " + " ".join(result["env_names"]))
             return 0
-        _print_json(result) if json_out else print(
-            f"started {result['name']} ({result['mode']}, {result['fingerprint']})")
-        _attach(result, json_out)
+        _print_json(result) if json_out else (None if args.client else print(
+            f"started {result['name']} ({result['mode']}, {result['fingerprint']})"))
+        _bring(tmux, result, args, json_out)
         return 0
     if args.command == "resume":
         if args.accept_changes and not _confirm(f"Move {args.name} to today's policy and relaunch it?"):
             raise UsageError("--accept-changes asks on a terminal only, and was not confirmed")
         result = sessions.resume(ctx, args.name, detach=args.detach, accept_changes=args.accept_changes)
-        _print_json(result) if json_out else print(f"resumed {result['name']} ({result['mode']})")
-        _attach(result, json_out)
+        _print_json(result) if json_out else (None if args.client else print(
+            f"resumed {result['name']} ({result['mode']})"))
+        _bring(tmux, result, args, json_out)
         return 0
     if args.command == "list":
-        rows = sessions.list_sessions(ctx, include_stopped=args.all)
-        if json_out:
-            _print_json(rows)
-        elif rows:
-            print(_table(rows))
-        else:
-            print("no sessions")
+        from . import listing
+
+        rows = listing.rows(ctx, include_stopped=args.all, check=args.check)
+        fmt = "json" if json_out else "ndjson" if args.ndjson else "table"
+        text = listing.render(rows, fmt, listing.use_color(args.color, sys.stdout))
+        if text:
+            print(text)
         return 0
+    if args.command == "shell":
+        from . import log, panes
+
+        log.setup(ctx.paths.log_file, getattr(args, "verbose", False))
+        result = panes.shell(ctx, args.name, detach=args.detach or bool(args.client))
+        _print_json(result) if json_out else (None if args.client else print(
+            f"shell in {result['name']} ({result['mode']}): {result['shell_pane']}"))
+        _bring(tmux, result, args, json_out, result["shell_pane"])
+        return 0
+    if args.command == "menu":
+        from . import menu
+
+        return menu.run(ctx, args.action, args.client, args.pane, args.print)
     if args.command == "show":
         d = sessions.show(ctx, args.name)
         if json_out:

@@ -300,7 +300,9 @@ def _auto_name(provider: str, workspace: str, taken: set[str]) -> str:
             return name
 
 
-def start(ctx: Context, opts: StartOptions) -> dict:
+def start(ctx: Context, opts: StartOptions, place=None) -> dict:
+    """place: a panes.Placement for --here / --split (the jail joins the current session); else
+    tmuxjail creates and owns a session, whose default-command opens new panes in the same jail."""
     if opts.name is not None:
         check_name(opts.name)
     workspaces = _canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
@@ -341,27 +343,37 @@ def start(ctx: Context, opts: StartOptions) -> dict:
     ctx.tmux.require()
     store = ctx.store
     name = opts.name or _auto_name(opts.provider, workspaces[0], store.names())
-    if ctx.tmux.has_session(name):
+    if place is None and ctx.tmux.has_session(name):
         raise UsageError(f"a tmux session named {name!r} already exists on this server")
     request = {"provider": opts.provider, "mode": pol["mode"], "workspaces": list(workspaces),
                "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
                "restriction": opts.restriction}
+    if place is not None:
+        request["placement"] = place.kind
     row = store.insert_session(
         name=name, provider=opts.provider, mode=_display_mode(pol), env_name=opts.env_name,
         workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol, sort_keys=True),
         request=json.dumps(request), status="starting", native_id=native_id,
-        private_home=pol["private_home"], tmux_socket=ctx.tmux.socket, tmux_session=name,
-        approval_id=approval["id"] if approval else None,
+        private_home=pol["private_home"], tmux_socket=ctx.tmux.socket,
+        tmux_session=place.session if place else name, approval_id=approval["id"] if approval else None,
     )
     try:
         _prepare_dirs(ctx, pol, adapter)
         spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
-        pane = ctx.tmux.new_session(name, _pane_argv(ctx, fp, spec), workspaces[0], _options(row.id, pol, fp))
+        from . import panes
+
+        if place is not None:
+            pane = panes.open_here(ctx.tmux, place, _pane_argv(ctx, fp, spec), workspaces[0],
+                                   _options(row.id, pol, fp), opts.detach)
+        else:
+            pane = ctx.tmux.new_session(name, _pane_argv(ctx, fp, spec), workspaces[0], _options(row.id, pol, fp),
+                                        session_options=panes.session_options(row.id, fp))
     except BaseException as exc:
         store.update_session(row.id, status="failed", failure=str(exc)[:500])
         raise
     store.update_session(row.id, tmux_pane=pane)
-    return _after_launch(ctx, row.id, name, pane, status, unguarded, "start", pol, fp, opts.detach)
+    # Placed in the current session, the new window or split is already in front of the user.
+    return _after_launch(ctx, row.id, name, pane, status, unguarded, "start", pol, fp, opts.detach or place is not None)
 
 
 def _after_launch(ctx, sid, name, pane, status, unguarded, kind, pol, fp, detach) -> dict:
@@ -467,7 +479,10 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         ctx.tmux.respawn(jail[0].pane_id, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
         pane = jail[0].pane_id
     else:
-        pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
+        from . import panes
+
+        pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts,
+                                    session_options=panes.session_options(row.id, fp))
     store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.socket, status="starting")
     return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
 
@@ -592,7 +607,12 @@ def stop(ctx: Context, name: str) -> dict:
     row = store.find(name)
     if row is None or row.status == "stopped":
         raise UsageError(f"no live session named {name!r}", hint="see: tmuxjail list")
-    if row.tmux_socket == ctx.tmux.socket and ctx.tmux.has_session(row.tmux_session):
+    from . import panes as panes_mod
+
+    if panes_mod.placement(row) != "session":  # a window or split in someone else's session
+        if row.tmux_socket == ctx.tmux.socket:
+            panes_mod.kill(ctx.tmux, row)
+    elif row.tmux_socket == ctx.tmux.socket and ctx.tmux.has_session(row.tmux_session):
         panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
         if panes and panes[0].tmuxjail_id != row.id:
             raise UsageError(f"tmux session {row.tmux_session!r} is not this tmuxjail session; not killing it")

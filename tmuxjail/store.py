@@ -140,10 +140,11 @@ class Store:
         return [SessionRow(**dict(r)) for r in self.db.execute(q + " ORDER BY created_at, name")]
 
     def find(self, name: str) -> SessionRow | None:
-        """The live session of that name, else the most recent stopped one."""
+        """The live session of that name (or id, as tmux key bindings pass it), else the most
+        recent stopped one."""
         r = self.db.execute(
-            "SELECT * FROM sessions WHERE name=? ORDER BY (status='stopped'), created_at DESC LIMIT 1",
-            (name,),
+            "SELECT * FROM sessions WHERE name=? OR id=? ORDER BY (status='stopped'), created_at DESC LIMIT 1",
+            (name, name),
         ).fetchone()
         return SessionRow(**dict(r)) if r else None
 

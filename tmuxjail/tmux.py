@@ -101,21 +101,67 @@ class Tmux:
     def has_session(self, name: str) -> bool:
         return self.run("has-session", "-t", f"={name}", check=False).returncode == 0
 
-    def new_session(self, name: str, argv: list[str], cwd: str, options: dict[str, str]) -> str:
+    def new_session(self, name: str, argv: list[str], cwd: str, options: dict[str, str],
+                    session_options: dict[str, str] | None = None) -> str:
         """Start a detached session whose only pane runs argv; return the pane id. The options
         are set in the same tmux invocation, before the server's event loop can reap a command
-        that exits at once, so a dead jail stays visible instead of taking its window with it."""
+        that exits at once, so a dead jail stays visible instead of taking its window with it.
+        session_options (e.g. default-command) are set on the session only, in the same call."""
         target = f"={name}:"
         args = ["new-session", "-d", "-s", name, "-c", cwd, "-P", "-F", "#{pane_id}", *argv]
+        for key, value in (session_options or {}).items():
+            args += [";", "set-option", "-t", target, key, value]
         args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
         args += self._option_args(target, options)
         return self.run(*args).stdout.strip().splitlines()[0]
+
+    def new_pane(self, how: str, target: str, argv: list[str], cwd: str, options: dict[str, str],
+                 detach: bool = False, split: str = "v") -> str:
+        """A jailed pane in someone else's session: a new window after `target`'s window (how =
+        "window") or a split of the pane `target` (how = "split", split "h" or "v"). Its options
+        are set on the pane only, so the other panes of that window and session stay ordinary."""
+        if how == "window":
+            args = ["new-window", "-a", "-t", target]
+        else:
+            args = ["split-window", "-h" if split == "h" else "-v", "-t", target]
+        args += [*(["-d"] if detach else []), "-c", cwd, "-P", "-F", "#{pane_id}", *argv]
+        pane = self.run(*args).stdout.strip().splitlines()[0]
+        # A second call: tmux cannot target the new pane later in the same command list. The
+        # launcher takes tens of milliseconds before it can fail, so the pane is still there.
+        rest = ["set-option", "-p", "-t", pane, "remain-on-exit", "on"]
+        for key, value in options.items():
+            rest += [";", "set-option", "-p", "-t", pane, key, value]
+        self.run(*rest, check=False)
+        return pane
+
+    def switch_client(self, client: str | None, target: str) -> None:
+        self.run("switch-client", *(["-c", client] if client else []), "-t", target)
+
+    def captures(self, panes: list[str]) -> dict[str, str]:
+        """The visible screen of each pane, in one tmux call (a marker line between them)."""
+        if not panes:
+            return {}
+        mark = "\x1etmuxjail-capture\x1e"
+        args: list[str] = []
+        for p in panes:
+            args += ["display-message", "-p", "-t", p, mark + p, ";", "capture-pane", "-p", "-t", p, ";"]
+        proc = self.run(*args[:-1], check=False)
+        out: dict[str, str] = {}
+        current = None
+        for line in proc.stdout.splitlines():
+            if line.startswith(mark):
+                current = line[len(mark):]
+                out[current] = ""
+            elif current is not None:
+                out[current] += line + "\n"
+        return out
 
     @staticmethod
     def _option_args(target: str, options: dict[str, str]) -> list[str]:
         args = [";", "set-option", "-q", "-w", "-t", target, "allow-passthrough", "off"]
         for key, value in options.items():
-            args += [";", "set-option", "-t", target, key, value]
+            if target.startswith("="):  # a session tmuxjail owns: the session carries them too
+                args += [";", "set-option", "-t", target, key, value]
             args += [";", "set-option", "-p", "-t", target, key, value]
         return args
 

@@ -135,7 +135,8 @@ def test_list_and_show_json(jail_env):
     shown = env.json("show", "app")
     assert shown["policy"]["mode"] == "isolated" and shown["policy"]["executable"]["sha256"].startswith("sha256:")
     text = env.run("list", check=True).stdout
-    assert text.splitlines()[0].split() == ["NAME", "PROVIDER", "MODE", "STATUS", "FINGERPRINT", "WORKSPACE"]
+    assert text.splitlines()[0].split() == ["NAME", "PROVIDER", "MODE", "STATUS", "AGENT", "KIND", "PANE",
+                                            "FINGERPRINT", "WORKSPACE"]
 
 
 def test_resume_reattaches_live_and_relaunches_gone_with_cli_resume(jail_env):

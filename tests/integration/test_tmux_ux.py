@@ -1,0 +1,313 @@
+"""The tmux experience, as a person uses it: a real tmux client attached in a pseudo-terminal
+(a pane of a second, outer tmux server, whose screen capture-pane reads back, menus and popups
+included), tmux.conf.example loaded, keys pressed; plus `list` goldens for every status,
+`shell`, `start --here/--split` and the status-line snippet."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import descendants, process_chain
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "tmux.conf.example"
+GOLDEN = Path(__file__).parent / "golden"
+SNIPPET = "#{E:@tmuxjail-status}"
+
+
+def wait(pred, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def in_bwrap(pid: int) -> bool:
+    """The pane's own process is bubblewrap and the command under it is running."""
+    try:
+        if Path(f"/proc/{pid}/comm").read_text().strip() != "bwrap":
+            return False
+    except FileNotFoundError:
+        return False
+    kids = [p for p in descendants(pid) if Path(f"/proc/{p}/comm").exists()
+            and Path(f"/proc/{p}/comm").read_text().strip() != "bwrap"]
+    return bool(kids) and all("bwrap" in process_chain(k) for k in kids)
+
+
+class Terminal:
+    """A real tmux client of the server under test, attached in a pseudo-terminal: the pane of an
+    outer tmux server. send() types keys into it; screen() is what the user sees."""
+
+    def __init__(self, env, session="home"):
+        self.env = env
+        self.outer = f"{env.socket}-term"
+        self.environ = env.environ(PATH=f"{Path(sys.executable).parent}:{env.vars['PATH']}")
+        cmd = f"exec env -u TMUX tmux -L {env.socket} -f {CONF} attach -t ={session}"
+        subprocess.run(["tmux", "-L", self.outer, "-f", "/dev/null", "new-session", "-d", "-s", "term",
+                        "-x", "150", "-y", "45", cmd], env=self.environ, check=True)
+        self.client = wait(lambda: env.tmux("list-clients", "-F", "#{client_name}").strip(), what="client")
+
+    def send(self, *keys: str) -> None:
+        for k in keys:
+            subprocess.run(["tmux", "-L", self.outer, "send-keys", "-t", "=term:", k], check=True)
+            time.sleep(0.05)
+
+    def screen(self) -> str:
+        return subprocess.run(["tmux", "-L", self.outer, "capture-pane", "-p", "-t", "=term:"],
+                              capture_output=True, text=True).stdout
+
+    def session(self) -> str:
+        return self.env.tmux("display-message", "-p", "-c", self.client, "#{session_name}").strip()
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.outer, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def ui(jail_env):
+    env = jail_env
+    terminal_env = env.environ(PATH=f"{Path(sys.executable).parent}:{env.vars['PATH']}")
+    subprocess.run(["tmux", "-L", env.socket, "-f", str(CONF), "new-session", "-d", "-s", "home",
+                    "-c", str(env.ws), "-x", "150", "-y", "44"], env=terminal_env, check=True)
+    term = Terminal(env)
+    yield env, term
+    term.close()
+
+
+def test_keyboard_start_menu_then_split_stays_in_the_jail(ui):
+    env, term = ui
+    home_pane = env.tmux("display-message", "-p", "-t", "=home:", "#{pane_id}").strip()
+    term.send("C-b", "J", "s")
+    screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
+    line = next(l for l in screen.splitlines() if re.search(r"shell\s+isolated", l))
+    key = re.search(r"\((\w)\)", line).group(1)
+    assert re.search(r"codex\s+compatibility \(default\)", screen)
+    term.send(key)
+    name = wait(lambda: term.session() if term.session() not in ("home", "") else None, what="the switch")
+    fmt = "#{@tmuxjail_id}|#{@tmuxjail_mode}|#{@tmuxjail_provider}|#{@tmuxjail_fp}"
+    sid, mode, provider, fp = env.tmux("display-message", "-p", "-t", f"={name}:", fmt).strip().split("|")
+    query = "SELECT id, fingerprint, workspace, status FROM sessions"
+    row = wait(lambda: (r := sqlite3.connect(env.store).execute(query).fetchone())[3] == "running" and r, what="running")
+    assert (mode, provider) == ("isolated", "shell") and row == (sid, fp, str(env.ws), "running")
+    first = env.tmux("display-message", "-p", "-t", f"={name}:", "#{pane_pid}").strip()
+    assert in_bwrap(int(first))
+
+    wait(lambda: "[isolated:shell]" in term.screen(), what="the jailed session on screen")
+    term.send("C-b", "%")  # tmux's own split key, inside the jailed session
+    listing = lambda: env.tmux("list-panes", "-t", f"={name}:", "-F", "#{pane_id} #{pane_pid}").split("\n")  # noqa: E731
+    wait(lambda: len([x for x in listing() if x]) == 2, what=f"the split: {term.screen()}")
+    split_id, split_pid = [x for x in listing() if x][1].split()
+    wait(lambda: in_bwrap(int(split_pid)), what="the split's jail")
+    start_cmd = env.tmux("display-message", "-p", "-t", split_id, "#{pane_start_command}")
+    assert "_pane" in start_cmd and fp in start_cmd
+    rows = env.json("list")
+    assert [(r["kind"], r["status"]) for r in rows] == [("agent", "running"), ("shell", "running")]
+
+    # The status line the user sees, and the snippet rendered per pane.
+    wait(lambda: "[isolated:shell]" in term.screen().splitlines()[-1], what="the status line")
+    assert env.tmux("display-message", "-p", "-t", split_id, SNIPPET) == " #[bold][isolated:shell]#[default]\n"
+    assert env.tmux("display-message", "-p", "-t", home_pane, SNIPPET) == "\n"
+
+    # The list popup, from the keyboard.
+    term.send("C-b", "J", "l")
+    wait(lambda: "tmuxjail list" in term.screen() and "FINGERPRINT" in term.screen(), what="the list popup")
+    term.send("Escape")
+    wait(lambda: "FINGERPRINT" not in term.screen(), what=f"the popup to close", timeout=5)
+
+    # Bindings for jailed panes do nothing elsewhere.
+    env.tmux("switch-client", "-c", term.client, "-t", "=home:")
+    term.send("C-b", "J", "x")
+    wait(lambda: "this pane is not jailed" in term.screen(), what="the guard message", timeout=5)
+    assert env.tmux("has-session", "-t", f"={name}", check=False) == ""
+
+
+def test_status_snippet_jailed_ordinary_and_unjailed(ui):
+    env, _ = ui
+    env.json("start", "shell", "--mode", "compatibility", "--workspace", str(env.ws), "--name", "c", "--detach")
+    jailed = env.tmux("display-message", "-p", "-t", "=c:", "#{pane_id}").strip()
+    hand = env.tmux("split-window", "-t", "=c:", "-P", "-F", "#{pane_id}", "sleep 300").strip()
+    ordinary = env.tmux("display-message", "-p", "-t", "=home:", "#{pane_id}").strip()
+    render = lambda p: env.tmux("display-message", "-p", "-t", p, SNIPPET).rstrip("\n")  # noqa: E731
+    assert render(jailed) == " #[bold][compatibility:shell]#[default]"
+    assert render(hand) == " #[reverse][unjailed]#[default]"
+    assert render(ordinary) == ""
+
+
+def _norm(text: str, env) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        line = line.replace(str(env.root), "<root>")
+        line = re.sub(r"sha256:[0-9a-f]{12}…", "sha256:<fp>…", line)
+        line = re.sub(r"%\d+", "%N", line)
+        out.append("  ".join(line.split()))
+    return out
+
+
+def test_list_golden_every_status(jail_env):
+    env = jail_env
+    root = os.geteuid() == 0
+    for d in ("gone", "exited", "mm", "stop"):
+        (env.root / d).mkdir()
+    start = lambda name, ws, *a: env.json("start", *a, "--workspace", str(ws), "--name", name, "--detach")  # noqa: E731
+    start("run", env.ws, "shell", "--mode", "isolated")
+    env.run("shell", "run", "--detach", check=True)  # a shell inside the same jail
+    env.tmux("split-window", "-d", "-t", "=run:0", "sleep 300")  # unjailed, on purpose
+    start("exited", env.root / "exited", "shell", "--mode", "isolated")
+    env.tmux("send-keys", "-t", "=exited:", "exit 7", "Enter")
+    wait(lambda: env.tmux("display-message", "-p", "-t", "=exited:", "#{pane_dead}").strip() == "1", what="exit")
+    start("gone", env.root / "gone", "shell", "--mode", "compatibility")
+    env.tmux("kill-session", "-t", "=gone")
+    start("mm", env.root / "mm", "codex", "--mode", "isolated")
+    with open(env.bin / "codex", "a") as f:
+        f.write("# upgraded\n")
+    start("stopped", env.root / "stop", "shell", "--mode", "isolated")
+    env.run("stop", "stopped", check=True)
+    if root:  # the sandbox fails to set up: the workspace exists only for the caller
+        env.tmux("new-session", "-d", "-s", "keep", "sleep 600")
+        hidden = env.root / "hidden"
+        hidden.mkdir()
+        cmd = (f"mount -t tmpfs none {hidden} && mkdir {hidden}/ws && {sys.executable} -m tmuxjail -L {env.socket} "
+               f"start shell --mode isolated --workspace {hidden}/ws --name failed --detach")
+        subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd], env=env.environ(),
+                       capture_output=True, timeout=60)
+    got = _norm(env.run("list", "--all", "--check", "--color", "never", check=True).stdout, env)
+    want = (GOLDEN / "list_every_status.txt").read_text().splitlines()
+    if not root:
+        want = [w for w in want if not w.startswith("failed")]
+    assert got[0] == want[0] and sorted(got[1:]) == sorted(want[1:]), "\n".join(got)
+
+    # Aligned: every column starts at the header's offset on every line.
+    text = env.run("list", "--all", "--color", "never", check=True).stdout.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", text[0])]
+    for line in text[1:]:
+        for s in starts[1:]:
+            assert line[s - 2:s] == "  " and line[s] != " ", (line, s)
+    rows = env.json("list", "--all", "--check")
+    by = {(r["name"], r["kind"]): r for r in rows}
+    assert by[("exited", "agent")]["exit_status"] == 7
+    assert by[("mm", "agent")]["reasons"] == ["executable"] and by[("mm", "agent")]["pane_status"] == "running"
+    assert by[("run", "unjailed")]["start_command"].strip('"') == "sleep 300"
+    if root:
+        assert "bwrap" in by[("failed", "agent")]["failure"]
+
+
+def test_list_formats_and_colour(jail_env):
+    env = jail_env
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "a", "--detach")
+    env.tmux("split-window", "-d", "-t", "=a:", "sleep 300")
+    rows = env.json("list")
+    nd = [json.loads(l) for l in env.run("list", "--ndjson", check=True).stdout.splitlines()]
+    assert nd == rows and [r["status"] for r in rows] == ["running", "unjailed"]
+    assert "\x1b[" not in env.run("list", check=True).stdout  # not a terminal: auto is off
+    coloured = env.run("list", "--color", "always", check=True).stdout
+    assert "\x1b[32mrunning\x1b[0m" in coloured and "\x1b[1;7;31munjailed\x1b[0m" in coloured
+    assert "\x1b[" not in env.run("list", "--color", "never", check=True).stdout
+    # Agent status: the shell's foreground process decides.
+    assert rows[0]["agent"] == "waiting"
+    env.tmux("send-keys", "-t", "=a:0.0", "sleep 30", "Enter")
+    wait(lambda: env.json("list")[0]["agent"] == "working", what="working")
+    assert env.run("list", "--json", "--ndjson").returncode == 2
+
+
+def _inside(env, pane: str) -> dict:
+    """The environment of a process running in tmux pane `pane`, as tmux gives it."""
+    tmux_var = env.tmux("display-message", "-p", "-t", pane, "#{socket_path},#{pid},#{session_id}").strip()
+    return {"TMUX": tmux_var.replace(",$", ","), "TMUX_PANE": pane}
+
+
+def test_start_here_and_split_join_the_current_session(jail_env):
+    env = jail_env
+    env.tmux("new-session", "-d", "-s", "mine", "-c", str(env.ws))
+    mine = env.tmux("display-message", "-p", "-t", "=mine:", "#{pane_id}").strip()
+    proc = env.run("start", "shell", "--mode", "isolated", "--here", "--name", "w", "--json")
+    assert proc.returncode == 2 and "only inside tmux" in proc.stderr
+    inside = _inside(env, mine)
+    here = json.loads(subprocess.run(
+        [sys.executable, "-m", "tmuxjail", "start", "shell", "--mode", "isolated", "--here", "--name", "w",
+         "--json"], env=env.environ(**inside), cwd=env.ws, capture_output=True, text=True, check=True).stdout)
+    split = json.loads(subprocess.run(
+        [sys.executable, "-m", "tmuxjail", "start", "shell", "--mode", "isolated", "--split", "h", "--name", "s",
+         "--json"], env=env.environ(**inside), cwd=env.ws, capture_output=True, text=True, check=True).stdout)
+    assert here["tmux_session"] == split["tmux_session"] == "mine"
+    windows = env.tmux("list-windows", "-t", "=mine", "-F", "#{window_index}").split()
+    assert len(windows) == 2
+    assert env.tmux("list-panes", "-t", mine, "-F", "#{pane_id}").split() == [mine, split["tmux_pane"]]
+    for info in (here, split):
+        pid = int(env.tmux("display-message", "-p", "-t", info["tmux_pane"], "#{pane_pid}").strip())
+        wait(lambda: in_bwrap(pid), what="the jail")
+    # The session is the user's: its own panes stay ordinary, in list and in the status line.
+    assert env.tmux("show-options", "-t", "=mine", "-v", "-q", "@tmuxjail_id").strip() == ""
+    assert env.tmux("display-message", "-p", "-t", mine, "#{@tmuxjail_id}").strip() == ""
+    rows = env.json("list")
+    assert sorted((r["name"], r["status"], r["placement"]) for r in rows) == [
+        ("s", "running", "split"), ("w", "running", "window")]
+    env.run("stop", "w", check=True)
+    assert env.tmux("has-session", "-t", "=mine", check=False) == ""  # still there
+    assert here["tmux_pane"] not in env.tmux("list-panes", "-a", "-F", "#{pane_id}").split()
+    assert mine in env.tmux("list-panes", "-a", "-F", "#{pane_id}").split()
+
+
+def test_shell_opens_login_shell_in_the_same_jail_and_refuses_changes(jail_env):
+    env = jail_env
+    env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "app", "--detach")
+    env.report()
+    out = env.json("shell", "app", "--detach")
+    pane = out["shell_pane"]
+    pid = int(env.tmux("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
+    assert in_bwrap(pid)
+    probe = env.ws / "shell.out"
+    env.tmux("send-keys", "-t", pane, f"echo \"$HOME $CODEX_HOME $(ls -A ~ | grep -c standin-persist)\" > {probe}",
+             "Enter")
+    wait(probe.exists, what="the shell")
+    home, codex_home, persisted = wait(lambda: probe.read_text().split() or None, what="output")
+    assert home == str(env.home) and codex_home == f"{env.home}/.codex" and persisted == "1"  # the agent's HOME view
+    login = subprocess.run(["getent", "passwd", str(os.getuid())], capture_output=True, text=True).stdout
+    shell_name = os.path.basename(login.strip().split(":")[-1])
+    assert env.tmux("display-message", "-p", "-t", pane, "#{pane_current_command}").strip() == shell_name
+    assert not list((env.state_dir / "spool").iterdir())
+    # A changed executable: no shell, exit 3, with the reason.
+    with open(env.bin / "codex", "a") as f:
+        f.write("# upgraded\n")
+    proc = env.run("shell", "app", "--detach")
+    assert proc.returncode == 3 and "executable" in proc.stderr and "Traceback" not in proc.stderr
+    # ... and tmux's own new-window in that session opens a dead pane with the reason, never a shell.
+    new = env.tmux("new-window", "-t", "=app:", "-P", "-F", "#{pane_id}").strip()
+    wait(lambda: env.tmux("display-message", "-p", "-t", new, "#{pane_dead}").strip() == "1", what="refusal")
+    assert "executable" in env.tmux("capture-pane", "-p", "-J", "-S", "-100", "-t", new)
+    assert env.run("shell", "nosuch").returncode == 2
+
+
+def test_menu_print_follows_profiles_and_allowed_modes(env):
+    env.config_dir.mkdir(parents=True, exist_ok=True)
+    (env.config_dir / "config.toml").write_text('default_mode = "isolated"\nallowed_modes = ["isolated", "verified"]\n')
+    (env.bin / "pi").unlink()
+    env.tmux("-f", "/dev/null", "new-session", "-d", "-s", "x", "-c", str(env.ws))
+    out = env.run("menu", "start", "-t", "%0", "--print", check=True).stdout
+    import shlex
+
+    argv = shlex.split(out)
+    assert argv[:4] == ["tmux", "-S", argv[2], "display-menu"]
+    labels = [a for a in argv if re.match(r"^-?(codex|claude-code|cursor|pi|shell)\s", a)]
+    assert "codex        isolated (default)" in labels and "shell        verified" in labels
+    assert not [l for l in labels if "compatibility" in l]
+    assert "-pi           isolated (default)   not installed" in labels  # shown, disabled
+    item = argv[argv.index("codex        isolated (default)") + 2]
+    assert item.startswith('run-shell -b "') and f"--workspace {env.ws}" in item
+    assert "-I -m tmuxjail" in item
+    # The key table guards: the file loads on this tmux, and binds nothing outside its table but the entry key.
+    keys = env.tmux("source-file", str(CONF)) or env.tmux("list-keys")
+    assert "switch-client -T tmuxjail" in keys
+    assert len([l for l in keys.splitlines() if "-T tmuxjail " in l]) == 7
