@@ -36,7 +36,7 @@ class Jail:
         name = f".attack{self.n}"
         (self.ws / f"{name}.sh").write_text(textwrap.dedent(script))
         out = self.ws / f"{name}.out"
-        target = f"={self.name}:"
+        target = getattr(self, "target", f"={self.name}:")
         self.env.tmux("send-keys", "-t", target, f"sh {name}.sh > {name}.tmp 2>/dev/null; mv {name}.tmp {name}.out",
                       "Enter")
         deadline = time.monotonic() + timeout
@@ -239,3 +239,47 @@ def test_legit_private_home_persists_across_resume(world):
     env.kill()
     env.run("resume", "j", "--detach", check=True)
     assert jail.sh("cat ~/state").strip() == "kept"
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_split_of_a_jailed_session_is_the_same_jail_and_cannot_split_itself(world, mode):
+    """tmux's own split in a session tmuxjail owns runs the session's default-command: the same
+    jail (bubblewrap is the pane's process, same HOME view), and from in there tmux stays out of
+    reach, so the split cannot make an unjailed split of its own."""
+    env = world
+    jail = Jail(env, mode)
+    view = "echo $HOME; ls -A ~ | sort | tr '\\n' ' '; echo"
+    main_view = jail.sh(view)
+    split = env.tmux("split-window", "-t", "=j:", "-P", "-F", "#{pane_id}").strip()  # no command: default-command
+    pid = int(env.tmux("display-message", "-p", "-t", split, "#{pane_pid}").strip())
+    deadline = time.monotonic() + 15
+    while not _in_jail(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _in_jail(pid), Path(f"/proc/{pid}/comm").read_text()
+    other = Jail.__new__(Jail)
+    other.env, other.mode, other.n, other.name, other.ws = env, mode, 100, "j", jail.ws
+    other.target = split
+    assert other.sh(view) == main_view
+    out = other.sh(f"""
+        tmux split-window 'touch {env.sentinel}.split' 2>/dev/null && echo SPLIT
+        tmux -L {env.socket} split-window 'touch {env.sentinel}.split' 2>/dev/null && echo SPLIT_L
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert len(env.tmux("list-panes", "-t", "=j:", "-F", "#{pane_id}").split()) == 2
+    assert not Path(f"{env.sentinel}.split").exists()
+    env.unchanged()
+
+
+def _in_jail(pid: int) -> bool:
+    """bubblewrap is the pane's own process, and everything under it runs beneath bwrap."""
+    from conftest import descendants, process_chain
+
+    try:
+        if Path(f"/proc/{pid}/comm").read_text().strip() != "bwrap":
+            return False
+    except FileNotFoundError:
+        return False
+    kids = [k for k in descendants(pid) if Path(f"/proc/{k}/comm").exists()]
+    names = {Path(f"/proc/{k}/comm").read_text().strip() for k in kids}
+    return bool(names - {"bwrap"}) and all("bwrap" in process_chain(k) for k in kids)
