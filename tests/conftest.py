@@ -73,7 +73,7 @@ class Env:
     def run(self, *args, check=False, cwd=None, env_extra=None, timeout=60) -> subprocess.CompletedProcess:
         env = self.environ(**(env_extra or {}))
         proc = subprocess.run(
-            [sys.executable, "-m", "tmuxjail", "-L", self.socket, *args],
+            [sys.executable, "-P", "-m", "tmuxjail", "-L", self.socket, *args],  # -P: no cwd on sys.path, like the console script
             cwd=cwd or self.ws, env=env, capture_output=True, text=True, timeout=timeout,
             stdin=subprocess.DEVNULL,
         )

@@ -1,9 +1,9 @@
 """The in-pane launcher: the pane's own process. It reads and deletes its spec, re-checks the
 policy fingerprint against its argv and the store, then execs bubblewrap, which execs the CLI.
 Stdlib only, and nothing it does not need: it runs on every start. It runs with -S (no site
-processing, ~30 ms) and -E, with the directory that holds this very package put first on sys.path:
+processing, ~30 ms) and -I (no cwd on sys.path, no PYTHON* variables), with the directory that holds this very package put first on sys.path:
 
-    python -E -S -c 'import sys; sys.path[:0] = [ROOT]; from tmuxjail.launch import main; ...' --fp sha256:... SPEC
+    python -I -S -c 'import sys; sys.path[:0] = [ROOT]; from tmuxjail.launch import main; ...' --fp sha256:... SPEC
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ def seccomp_fd(machine: str) -> int:
 def pane_command(python: str, fp: str, spec: str) -> list[str]:
     """The pane's argv: this launcher, from the installed package the caller runs."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return [python, "-E", "-S", "-c", STUB.format(root=root), "--fp", fp, spec]
+    # -I: no PYTHON* variables and, above all, not the cwd on sys.path: the pane starts in the
+    # workspace, where the agent could plant json.py for this process, which runs outside the jail.
+    return [python, "-I", "-S", "-c", STUB.format(root=root), "--fp", fp, spec]
 
 
 def main(argv: list[str]) -> None:

@@ -35,9 +35,9 @@ def tmux_quote(s: str) -> str:
 
 
 def self_argv(tmux) -> list[str]:
-    """How tmux runs tmuxjail again: this interpreter, isolated (-I: the cwd is not on sys.path),
-    aimed at this server."""
-    return [sys.executable, "-I", "-m", "tmuxjail", "-S", tmux.socket]
+    """How tmux runs tmuxjail again: this interpreter, with no PYTHON* variables and the cwd not on
+    sys.path (-E -P; not -I, which drops the user site of `pip install --user`), at this server."""
+    return [sys.executable, "-E", "-P", "-m", "tmuxjail", "-S", tmux.socket]
 
 
 def _run_shell(tmux, *args: str) -> str:

@@ -52,9 +52,10 @@ def kind(start_command: str, fp: str | None) -> str | None:
 
 
 def pane_argv(sid: str, fp: str) -> list[str]:
-    # -I: no PYTHON* variables, no user site, and (unlike plain -m) not the pane's cwd, which is
-    # the workspace, on sys.path: a `tmuxjail/` directory planted there is never imported.
-    return [sys.executable, "-I", "-m", "tmuxjail", "_pane", "--id", sid, "--fp", fp]
+    # -E -P: no PYTHON* variables, and (unlike plain -m) not the pane's cwd, which is the
+    # workspace, on sys.path: a `tmuxjail/` directory planted there is never imported. Not -I,
+    # which would also drop the user site that `pip install --user` puts tmuxjail in.
+    return [sys.executable, "-E", "-P", "-m", "tmuxjail", "_pane", "--id", sid, "--fp", fp]
 
 
 def default_command(sid: str, fp: str) -> str:

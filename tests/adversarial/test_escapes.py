@@ -283,3 +283,21 @@ def _in_jail(pid: int) -> bool:
     kids = [k for k in descendants(pid) if Path(f"/proc/{k}/comm").exists()]
     names = {Path(f"/proc/{k}/comm").read_text().strip() for k in kids}
     return bool(names - {"bwrap"}) and all("bwrap" in process_chain(k) for k in kids)
+
+
+def test_modules_planted_in_the_workspace_never_run_outside_the_jail(world):
+    """The launcher and a split's _pane helper start in the workspace, outside the jail: a
+    json.py or tmuxjail/ package planted there must never be imported by them."""
+    env = world
+    marker = env.outside / "planted-ran"
+    payload = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for mod in ("json", "sqlite3", "os", "struct", "hashlib", "errno", "ctypes", "site", "sitecustomize"):
+        (env.ws / f"{mod}.py").write_text(payload)
+    (env.ws / "tmuxjail").mkdir()
+    (env.ws / "tmuxjail" / "__init__.py").write_text(payload)
+    (env.ws / "tmuxjail" / "__main__.py").write_text(payload)
+    jail = Jail(env, "isolated")
+    assert jail.sh("echo inside").strip() == "inside"
+    env.tmux("split-window", "-t", "=j:")  # tmux's own key path: the session's default-command
+    time.sleep(1.5)
+    assert not marker.exists(), marker.read_text()

@@ -306,7 +306,7 @@ def test_menu_print_follows_profiles_and_allowed_modes(env):
     assert "-pi           isolated (default)   not installed" in labels  # shown, disabled
     item = argv[argv.index("codex        isolated (default)") + 2]
     assert item.startswith('run-shell -b "') and f"--workspace {env.ws}" in item
-    assert "-I -m tmuxjail" in item
+    assert "-E -P -m tmuxjail" in item
     # The key table guards: the file loads on this tmux, and binds nothing outside its table but the entry key.
     keys = env.tmux("source-file", str(CONF)) or env.tmux("list-keys")
     assert "switch-client -T tmuxjail" in keys
