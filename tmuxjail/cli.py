@@ -165,24 +165,6 @@ def _print_json(data) -> None:
     print(json.dumps(data, indent=2, sort_keys=True))
 
 
-def _short(fp: str | None) -> str:
-    return (fp[:19] + "…") if fp else "-"
-
-
-def _table(rows: list[dict]) -> str:
-    cols = ["NAME", "PROVIDER", "MODE", "STATUS", "FINGERPRINT", "WORKSPACE"]
-    body = []
-    for r in rows:
-        status = r["status"]
-        if status == "exited":
-            status = f"exited({r.get('exit_status', '?')})"
-        if status == "unjailed":
-            status = f"unjailed:{r.get('tmux_pane')}"
-        body.append([r["name"], r["provider"], r["mode"] or "-", status, _short(r["fingerprint"]), r["workspace"]])
-    widths = [max(len(str(x)) for x in col) for col in zip(cols, *body)]
-    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in [cols, *body]]
-    return "\n".join(lines)
-
 
 def _session_text(d: dict) -> str:
     lines = [f"{k}: {d.get(k)}" for k in ("name", "provider", "mode", "status", "fingerprint",

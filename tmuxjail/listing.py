@@ -36,43 +36,54 @@ def rows(ctx, include_stopped: bool = False, check: bool = False, activity: bool
     for row in records:
         if row.tmux_socket and row.tmux_socket != ctx.tmux.socket and row.status != "stopped":
             continue  # a session of another tmux server
-        here = row.tmux_socket == ctx.tmux.socket and row.status != "stopped"
-        owned = placement(row) == "session"
-        if not here:
-            panes = []
-        elif owned:
-            panes = by_session.get(row.tmux_session, [])
-        else:  # a window or split in someone else's session: its own panes only
-            panes = [p for p in all_panes if p.tmuxjail_id == row.id]
-        kinds = [(p, pane_kind(p.start_command, row.fingerprint)) for p in panes]
-        agent = next((p for p, k in kinds if k == "agent"), None)
-        main = _base(row, agent, "agent")
-        if row.status == "stopped":
-            main["status"] = "stopped"
-        elif row.status == "failed" and (agent is None or agent.pane_dead == "1"):
-            main["status"] = "failed"
-            main["failure"] = row.failure
-        elif agent is None:
-            main["status"] = "gone"
-        else:
-            _pane_status(main, agent)
-        out.append(main)
-        for p, k in kinds:
-            if p is agent:
-                continue
-            if k is None and not owned:
-                continue
-            extra = _base(row, p, k or "unjailed")
-            if k is None:
-                extra.update(status="unjailed", mode=None, fingerprint=None,
-                             command=p.pane_current_command, start_command=p.start_command)
-            else:
-                _pane_status(extra, p)
-            out.append(extra)
+        out += session_rows(ctx, row, all_panes, by_session)
     if check:
         _check(ctx, records, out)
     if activity:
         _activity(ctx, out)
+    return out
+
+
+def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
+    """The session's own row first, then one per other pane it has (shells, unjailed panes)."""
+    if by_session is None:
+        by_session = {}
+        for p in all_panes:
+            by_session.setdefault(p.session_name, []).append(p)
+    out: list[dict] = []
+    here = row.tmux_socket == ctx.tmux.socket and row.status != "stopped"
+    owned = placement(row) == "session"
+    if not here:
+        panes = []
+    elif owned:
+        panes = by_session.get(row.tmux_session, [])
+    else:  # a window or split in someone else's session: its own panes only
+        panes = [p for p in all_panes if p.tmuxjail_id == row.id]
+    kinds = [(p, pane_kind(p.start_command, row.fingerprint)) for p in panes]
+    agent = next((p for p, k in kinds if k == "agent"), None)
+    main = _base(row, agent, "agent")
+    if row.status == "stopped":
+        main["status"] = "stopped"
+    elif row.status == "failed" and (agent is None or agent.pane_dead == "1"):
+        main["status"] = "failed"
+        main["failure"] = row.failure
+    elif agent is None:
+        main["status"] = "gone"
+    else:
+        _pane_status(main, agent)
+    out.append(main)
+    for p, k in kinds:
+        if p is agent:
+            continue
+        if k is None and not owned:
+            continue
+        extra = _base(row, p, k or "unjailed")
+        if k is None:
+            extra.update(status="unjailed", mode=None, fingerprint=None,
+                         command=p.pane_current_command, start_command=p.start_command)
+        else:
+            _pane_status(extra, p)
+        out.append(extra)
     return out
 
 

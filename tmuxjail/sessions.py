@@ -19,7 +19,6 @@ from .tmux import Tmux, check_name
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 READY_TIMEOUT = 10.0
-LAUNCH_MODULE = "tmuxjail.launch"
 
 
 class Context:
@@ -521,59 +520,17 @@ def _cli_argv_from_policy(pol: dict) -> list[str]:
 # -- list / show / stop ------------------------------------------------------------------------
 
 def _is_jail_pane(pane, row) -> bool:
-    return LAUNCH_MODULE in pane.start_command and f"--fp {row.fingerprint}" in pane.start_command
+    from .panes import kind
+
+    return kind(pane.start_command, row.fingerprint) == "agent"
 
 
-def _status(row, panes) -> tuple[str, dict]:
-    if row.status == "stopped":
-        return "stopped", {}
-    if row.status == "failed":
-        return "failed", {"failure": row.failure}
-    jail = [p for p in panes if _is_jail_pane(p, row)]
-    if not panes:
-        return "gone", {}
-    if not jail:
-        return "unjailed", {}
-    p = jail[0]
-    if p.pane_dead == "1":
-        return "exited", {"exit_status": int(p.pane_dead_status or 0)}
-    return "running", {}
+def describe(ctx: Context, row) -> dict:
+    """The session as `list` shows it (one source for statuses)."""
+    from .listing import session_rows
 
-
-def describe(ctx: Context, row, panes=None) -> dict:
-    if panes is None:
-        panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
-    status, extra = _status(row, panes)
-    jail = [p for p in panes if _is_jail_pane(p, row)]
-    return {
-        "id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
-        "workspace": row.workspace, "created_at": row.created_at, "fingerprint": row.fingerprint,
-        "status": status, **extra, "tmux_socket": row.tmux_socket, "tmux_session": row.tmux_session,
-        "tmux_pane": jail[0].pane_id if jail else row.tmux_pane, "private_home": row.private_home,
-        "env_name": row.env_name, "native_session_id": row.native_id,
-    }
-
-
-def list_sessions(ctx: Context, include_stopped: bool = False) -> list[dict]:
-    store = ctx.readonly_store()
-    rows = store.sessions(include_stopped)
-    by_session: dict[str, list] = {}
-    for p in ctx.tmux.panes():
-        by_session.setdefault(p.session_name, []).append(p)
-    out = []
-    for row in rows:
-        if row.tmux_socket and row.tmux_socket != ctx.tmux.socket and row.status != "stopped":
-            continue  # another tmux server's session
-        panes = by_session.get(row.tmux_session, []) if row.tmux_socket == ctx.tmux.socket else []
-        out.append(describe(ctx, row, panes))
-        for p in panes:
-            if not _is_jail_pane(p, row) and row.status not in ("stopped",):
-                out.append({
-                    "id": None, "name": row.name, "provider": row.provider, "mode": None,
-                    "workspace": row.workspace, "created_at": None, "fingerprint": None,
-                    "status": "unjailed", "tmux_socket": row.tmux_socket, "tmux_session": row.tmux_session,
-                    "tmux_pane": p.pane_id, "private_home": None, "command": p.pane_current_command,
-                })
+    out = session_rows(ctx, row, ctx.tmux.panes())[0]
+    out.pop("_foreground", None)
     return out
 
 
