@@ -301,7 +301,7 @@ class Run:
         return env
 
     def tj(self, *args: str, check: bool = True, extra_env: dict | None = None, timeout: float = 120) -> dict | str:
-        argv = [self.python, "-m", "tmuxjail", "-L", self.sock, *args]
+        argv = [self.python, "-E", "-P", "-m", "tmuxjail", "-L", self.sock, *args]
         proc = subprocess.run(argv, env={**self.env, **(extra_env or {})}, cwd=self.ws, capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         if check and proc.returncode != 0:

@@ -47,7 +47,7 @@ def certify(tmp_path: Path, provider: str, mode: str, bindir: Path | None, *extr
     env.update(HOME=str(home), PATH=(f"{bindir}:" if bindir else "") + "/usr/local/bin:/usr/bin:/bin",
                LANG="C.UTF-8", TMUXJAIL_CERTIFY_SCRATCH=str(tmp_path))
     out = tmp_path / "evidence.json"
-    proc = subprocess.run([sys.executable, "-m", "tmuxjail", "certify", provider, "--mode", mode, "--json",
+    proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "certify", provider, "--mode", mode, "--json",
                            "--output", str(out), *extra], env=env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -112,6 +112,6 @@ def test_certify_cursor_standin(tmp_path, mode):
 def test_certify_errors_are_one_line(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path)}
     for args, code in ((["cursor"], 2), (["codex", "--standin"], 2), (["nope"], 2)):
-        proc = subprocess.run([sys.executable, "-m", "tmuxjail", "certify", *args], env=env,
+        proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "certify", *args], env=env,
                               capture_output=True, text=True)
         assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stderr

@@ -24,7 +24,7 @@ def test_sandbox_setup_failure_exits_5_and_leaves_a_dead_pane(jail_env):
     hidden = env.root / "only-in-caller-ns"
     hidden.mkdir()
     cmd = (f"mount -t tmpfs none {hidden} && mkdir {hidden}/ws && "
-           f"{sys.executable} -m tmuxjail -L {env.socket} start shell --mode isolated "
+           f"{sys.executable} -P -m tmuxjail -L {env.socket} start shell --mode isolated "
            f"--workspace {hidden}/ws --name f --detach --json")
     proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd], env=env.environ(),
                           capture_output=True, text=True, timeout=60)
@@ -39,7 +39,7 @@ def test_sandbox_setup_failure_exits_5_and_leaves_a_dead_pane(jail_env):
 
 def _without_bwrap(env, *args):
     """Run tmuxjail (and the tmux server it starts) in a mount namespace where bwrap is gone."""
-    cmd = " ".join(["mount --bind /dev/null /usr/bin/bwrap &&", sys.executable, "-m", "tmuxjail", "-L",
+    cmd = " ".join(["mount --bind /dev/null /usr/bin/bwrap &&", sys.executable, "-P", "-m", "tmuxjail", "-L",
                     env.socket, *args])
     return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd], cwd=env.ws,
                           env=env.environ(), capture_output=True, text=True, timeout=60)

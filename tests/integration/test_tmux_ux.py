@@ -179,7 +179,7 @@ def test_list_golden_every_status(jail_env):
         env.tmux("new-session", "-d", "-s", "keep", "sleep 600")
         hidden = env.root / "hidden"
         hidden.mkdir()
-        cmd = (f"mount -t tmpfs none {hidden} && mkdir {hidden}/ws && {sys.executable} -m tmuxjail -L {env.socket} "
+        cmd = (f"mount -t tmpfs none {hidden} && mkdir {hidden}/ws && {sys.executable} -P -m tmuxjail -L {env.socket} "
                f"start shell --mode isolated --workspace {hidden}/ws --name failed --detach")
         subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd], env=env.environ(),
                        capture_output=True, timeout=60)
@@ -236,10 +236,10 @@ def test_start_here_and_split_join_the_current_session(jail_env):
     assert proc.returncode == 2 and "only inside tmux" in proc.stderr
     inside = _inside(env, mine)
     here = json.loads(subprocess.run(
-        [sys.executable, "-m", "tmuxjail", "start", "shell", "--mode", "isolated", "--here", "--name", "w",
+        [sys.executable, "-P", "-m", "tmuxjail", "start", "shell", "--mode", "isolated", "--here", "--name", "w",
          "--json"], env=env.environ(**inside), cwd=env.ws, capture_output=True, text=True, check=True).stdout)
     split = json.loads(subprocess.run(
-        [sys.executable, "-m", "tmuxjail", "start", "shell", "--mode", "isolated", "--split", "h", "--name", "s",
+        [sys.executable, "-P", "-m", "tmuxjail", "start", "shell", "--mode", "isolated", "--split", "h", "--name", "s",
          "--json"], env=env.environ(**inside), cwd=env.ws, capture_output=True, text=True, check=True).stdout)
     assert here["tmux_session"] == split["tmux_session"] == "mine"
     windows = env.tmux("list-windows", "-t", "=mine", "-F", "#{window_index}").split()

@@ -159,7 +159,7 @@ def _on_a_terminal(env, *args, answer="y\n", timeout=30):
     import time
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tmuxjail", "-L", env.socket, *args], cwd=env.ws,
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "tmuxjail", "-L", env.socket, *args], cwd=env.ws,
                             env=env.environ(), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     out, answered, deadline = b"", False, time.monotonic() + timeout
