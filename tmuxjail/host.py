@@ -5,6 +5,7 @@ namespaces work."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -21,14 +22,14 @@ def layout(tmux_socket: str | None, env: dict) -> HostLayout:
             top[p] = os.readlink(p)
         elif os.path.isdir(p):
             top[p] = "dir"
-    # Every place tmux may keep sockets for this uid: the default dirs for -L, and the dir of the
-    # server we drive (for -S anywhere).
+    # Every place tmux may keep sockets for this uid: the default dirs for -L (made now if
+    # missing, as tmux would: a server started after this call must still land in a masked dir),
+    # the dir of the server we drive (for -S anywhere), and every tmux server running now.
     uid = os.getuid()
-    dirs = {f"/tmp/tmux-{uid}"}
-    if env.get("TMUX_TMPDIR"):
-        dirs.add(os.path.join(env["TMUX_TMPDIR"], f"tmux-{uid}"))
+    dirs = {d for d in map(ensure_socket_dir, socket_dir_candidates(env, uid)) if d}
     files: set[str] = set()
-    for sock in filter(None, [tmux_socket, env.get("TMUX", "").split(",")[0]]):
+    ours = {tmux_socket} if tmux_socket else set()
+    for sock in [*ours, *filter(None, [env.get("TMUX", "").split(",")[0]]), *running_servers(uid)]:
         parent = os.path.dirname(sock)
         if os.path.basename(parent).startswith("tmux-"):
             dirs.add(parent)
@@ -42,10 +43,69 @@ def layout(tmux_socket: str | None, env: dict) -> HostLayout:
     return HostLayout(
         top=top,
         tmux_dirs=tuple(sorted(d for d in dirs if os.path.isdir(d))),
-        tmux_files=tuple(sorted(f for f in files if os.path.exists(f))),
+        # Our own server may not run yet: tmuxjail starts it before the jail, so mask it anyway.
+        tmux_files=tuple(sorted(f for f in files if f in ours or os.path.exists(f))),
         etc_secrets=tuple(p for p in ETC_SECRETS if os.path.isfile(p)),
         resolv_dir=resolv,
     )
+
+
+def socket_dir_candidates(env: dict, uid: int) -> list[str]:
+    out = [f"/tmp/tmux-{uid}"]
+    if env.get("TMUX_TMPDIR"):
+        out.append(os.path.join(env["TMUX_TMPDIR"], f"tmux-{uid}"))
+    return out
+
+
+def ensure_socket_dir(path: str) -> str | None:
+    """Make tmux's socket dir 0700 if it is missing (mkdir never follows a symlink at the last
+    component) and return it when it is a real directory. tmux itself refuses a dir that is a
+    symlink or not ours, so no server of ours can be behind anything else."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None  # its parent is missing or not ours: tmux cannot make a server there either
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return path if stat.S_ISDIR(st.st_mode) else None
+
+
+def running_servers(uid: int) -> list[str]:
+    """Socket paths of the tmux servers running now that this uid could reach (its own; every
+    one when we are root, whom tmux always lets in): the listening unix sockets held by them."""
+    inodes: dict[str, str] = {}  # socket inode -> server cwd (tmux -S accepts a relative path)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if uid != 0 and os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            with open(f"/proc/{pid}/comm") as f:
+                if not f.read().startswith("tmux"):
+                    continue
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes[link[8:-1]] = cwd
+        except OSError:
+            continue  # gone, or not ours to read
+    out = []
+    try:
+        with open("/proc/net/unix") as f:
+            next(f)
+            for line in f:
+                cols = line.rstrip("\n").split(None, 7)
+                # Flags 00010000: listening. Only a socket with a path can be reached by name.
+                if len(cols) == 8 and cols[3] == "00010000" and cols[6] in inodes:
+                    out.append(os.path.join(inodes[cols[6]], cols[7]))
+    except OSError:
+        pass
+    return [os.path.normpath(p) for p in out if not p.startswith("@")]
 
 
 def git_dirs(workspaces) -> tuple[str, ...]:
