@@ -105,7 +105,29 @@ def running_servers(uid: int) -> list[str]:
                     out.append(os.path.join(inodes[cols[6]], cols[7]))
     except OSError:
         pass
-    return [os.path.normpath(p) for p in out if not p.startswith("@")]
+    return [p for p in map(os.path.normpath, out) if not p.startswith("@") and _reachable(p)]
+
+
+def _reachable(sock: str) -> bool:
+    """Could a process of ours with no capabilities (a jail) connect to sock? As root, another
+    user's server in a 0700 dir is not, and bwrap could not even mount over it."""
+    uid, gids = os.getuid(), {os.getgid(), *os.getgroups()}
+
+    def allowed(st, bit: int) -> bool:
+        if st.st_uid == uid:
+            return bool(st.st_mode & (bit << 6))
+        if st.st_gid in gids:
+            return bool(st.st_mode & (bit << 3))
+        return bool(st.st_mode & bit)
+
+    try:
+        parts = sock.split("/")
+        for i in range(1, len(parts)):
+            if not allowed(os.stat("/".join(parts[:i]) or "/"), 1):
+                return False
+        return allowed(os.stat(sock), 2)
+    except OSError:
+        return False
 
 
 def git_dirs(workspaces) -> tuple[str, ...]:

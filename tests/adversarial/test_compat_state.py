@@ -6,8 +6,8 @@ tmuxjail's own install, config, state and spool."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -39,14 +39,18 @@ def test_first_run_socket_dir_is_masked(jail_env, tmp_path):
     env = furnish(env)
     sockdir = tmpdir / f"tmux-{os.getuid()}"
     assert not sockdir.exists()
-    jail = Jail(env, "compatibility")
-    sock = env.tmux("display-message", "-p", "#{socket_path}").strip()
-    assert sock == str(sockdir / env.socket)
-    out = jail.sh(_reach(env, sock, "FRESH", str(tmpdir), env.socket) + "echo end\n")
-    assert out.split() == ["end"], out
-    assert not Path(f"{env.sentinel}.FRESH").exists()
-    assert sockdir.is_dir() and (sockdir.stat().st_mode & 0o777) == 0o700
-    env.unchanged()
+    try:
+        jail = Jail(env, "compatibility")
+        sock = env.tmux("display-message", "-p", "#{socket_path}").strip()
+        assert sock == str(sockdir / env.socket)
+        out = jail.sh(_reach(env, sock, "FRESH", str(tmpdir), env.socket) + "echo end\n")
+        assert out.split() == ["end"], out
+        assert not Path(f"{env.sentinel}.FRESH").exists()
+        assert sockdir.is_dir() and (sockdir.stat().st_mode & 0o777) == 0o700
+        env.unchanged()
+    finally:
+        env.tmux("kill-server", check=False)  # env.kill() would address the default dir
+        shutil.rmtree(sockdir, ignore_errors=True)
 
 
 def test_socket_dir_symlink_is_not_followed(jail_env, tmp_path):
@@ -89,6 +93,9 @@ def servers(jail_env, tmp_path):
            "default": f"/tmp/tmux-{os.getuid()}/{default}"}
     for args, e in made:
         subprocess.run(["tmux", *args, "kill-server"], env=e, capture_output=True)
+    # No stale socket files left for other tests' scans.
+    for sock in (anywhere, runtime / f"tmux-{os.getuid()}" / name, Path(f"/tmp/tmux-{os.getuid()}/{default}")):
+        sock.unlink(missing_ok=True)
 
 
 def test_every_running_tmux_server_is_hidden(servers, jail_env):
