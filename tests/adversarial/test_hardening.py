@@ -12,12 +12,13 @@ import platform
 import shlex
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import Env, have_jail
-from test_escapes import ALL, STRICT, Jail, furnish, world  # noqa: F401  (world is a fixture)
+from test_escapes import ALL, STRICT, Jail, _wait_for, furnish, running, unique_naps, world  # noqa: F401
 
 pytestmark = pytest.mark.adversarial
 SYS_IOCTL = {"x86_64": 16, "aarch64": 29}.get(platform.machine(), 16)
@@ -110,22 +111,34 @@ def test_host_process_cannot_be_traced_read_or_signalled(world, mode):
 @pytest.mark.parametrize("mode", ALL)
 def test_proc_exe_links_cannot_overwrite_binaries(world, mode):
     """CVE-2019-5736 class: a process's /proc/PID/exe leads to the binary on the host's mount,
-    which may be writable there (root owns /usr/bin/bwrap). Every exe the jail can name is busy or
-    on a read-only mount."""
+    which may be writable there (root owns /usr/bin/bwrap). Every exe the jail can name is busy,
+    and in strict modes also on a read-only mount: "text file busy" alone says nothing about the
+    mount (the kernel checks it first), and stops protecting once the process exits."""
     env = world
     bwrap_before = hashlib.sha256(Path("/usr/bin/bwrap").read_bytes()).hexdigest()
     jail = Jail(env, mode)
-    out = jail.sh("""
+    out = jail.sh(f"""
         python3 - <<'PY'
         import os
         for p in filter(str.isdigit, os.listdir("/proc")):
             for flags in (os.O_WRONLY, os.O_RDWR | os.O_APPEND):
                 try:
-                    fd = os.open(f"/proc/{p}/exe", flags)
+                    fd = os.open(f"/proc/{{p}}/exe", flags)
                     os.close(fd)
-                    print("EXE_WRITABLE", p, os.readlink(f"/proc/{p}/exe"))
+                    print("EXE_WRITABLE", p, os.readlink(f"/proc/{{p}}/exe"))
                 except OSError:
                     pass
+            # bwrap itself (pid 1) was exec'd from the host's mount before the jail existed: it is
+            # busy for as long as the jail lives (checked above). Everything exec'd inside must sit
+            # on a read-only mount; in compatibility the host is writable by design.
+            if p == "1" or {mode!r} == "compatibility":
+                continue
+            try:
+                rw = not os.statvfs(f"/proc/{{p}}/exe").f_flag & os.ST_RDONLY
+            except OSError:
+                continue
+            if rw:
+                print("EXE_ON_WRITABLE_MOUNT", p, os.readlink(f"/proc/{{p}}/exe"))
         PY
         echo end
     """)
@@ -164,9 +177,15 @@ def test_kernel_tunables_are_read_only(world, mode):
             {f'(cat {param} > {param}) 2>/dev/null && echo SYS_WRITTEN' if param else ''}
             for f in /sys/kernel/uevent_helper /sys/power/state; do [ -e $f ] && (: >> $f) 2>/dev/null && echo SYS_$f; done
             cat /proc/sys/kernel/ostype >/dev/null && echo READ_OK
+            python3 -c "
+            import os
+            for p in ('/proc/sys', '/sys'):
+                if os.path.isdir(p) and not os.statvfs(p).f_flag & os.ST_RDONLY:
+                    print('WRITABLE_MOUNT_' + p)
+            "
             echo end
         """)
-        assert out.split() == ["READ_OK", "end"], out
+        assert out.split() == ["READ_OK", "end"], out  # also as a user: the mounts are read-only
         assert sysctl.read_text() == before
         if param:
             assert param.read_text() == param_before
@@ -204,6 +223,7 @@ def test_io_uring_refused(world, mode):
 def test_injected_input_never_runs_after_exit_or_resume(world, mode):
     env = world
     marker = env.outside / "injected"
+    naps = unique_naps(2)
     jail = Jail(env, mode)
     pane = jail.info["tmux_pane"]
     out = jail.sh(rf"""
@@ -225,8 +245,8 @@ def test_injected_input_never_runs_after_exit_or_resume(world, mode):
             if libc.syscall({SYS_IOCTL}, fd, ctypes.c_ulong((1 << 32) | termios.TIOCSTI), ctypes.byref(c)) == 0:
                 print("STI_HIGH_BITS")
         PY
-        setsid sh -c 'sleep 302' </dev/null >/dev/null 2>&1 &
-        ( ( sleep 303 </dev/null >/dev/null 2>&1 & ) & )
+        setsid sh -c 'sleep {naps[0]}' </dev/null >/dev/null 2>&1 &
+        ( ( sleep {naps[1]} </dev/null >/dev/null 2>&1 & ) & )
         echo end
     """)
     assert out.split() == ["end"], out
@@ -236,7 +256,7 @@ def test_injected_input_never_runs_after_exit_or_resume(world, mode):
     time.sleep(0.5)
     # The dead pane has no process at all: nothing reads the pane's terminal any more.
     assert not _alive(shell_pid)
-    assert subprocess.run(["pgrep", "-f", "sleep 30[23]"], capture_output=True).returncode == 1
+    assert _wait_for(lambda: not running(naps)), "a process outlived the jail's pane"
     assert not marker.exists()
     env.run("resume", "j", "--detach", check=True)
     assert jail.sh("echo resumed").split() == ["resumed"]
@@ -429,3 +449,185 @@ def test_nested_namespaces_cannot_lift_masks(world, mode):
     if mode == "compatibility":
         assert env.tmux("ls", "-F", "#{session_name}").split() == ["j"]
     env.unchanged()
+
+
+# -- namespaces, mounts, masks ---------------------------------------------------------------
+
+BWRAP_DEV = {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty",
+             "urandom", "zero", "console", "mqueue"}
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_namespaces_are_the_jails_own(world, mode):
+    """User, PID, IPC, UTS, cgroup and mount namespaces differ from the host's (network is shared
+    by design), and /dev is bubblewrap's minimal one, without the host's disks and consoles."""
+    env = world
+    host = {ns: os.readlink(f"/proc/self/ns/{ns}") for ns in ("user", "pid", "ipc", "uts", "cgroup", "mnt")}
+    jail = Jail(env, mode)
+    out = jail.sh(f"""
+        for ns in {' '.join(host)}; do echo "$ns $(readlink /proc/self/ns/$ns)"; done
+        echo "dev $(ls -A /dev | tr '\\n' ' ')"
+    """)
+    lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    shared = [ns for ns in host if lines.get(ns) == host[ns]]
+    assert not shared, f"namespaces shared with the host: {shared}"
+    extra = set(lines["dev"].split()) - BWRAP_DEV
+    assert not extra, f"host devices inside the jail: {sorted(extra)}"
+    env.unchanged()
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_jail_dies_with_its_pane_process(world, mode):
+    """Kill the pane's own process (bubblewrap, outside the jail's PID namespace) and the whole
+    jail goes with it: nothing inside keeps running unwatched."""
+    env = world
+    naps = unique_naps(1)
+    jail = Jail(env, mode)
+    jail.sh(f"setsid sh -c 'sleep {naps[0]}' </dev/null >/dev/null 2>&1 & echo started")
+    assert _wait_for(lambda: len(running(naps)) == 1)
+    pane_pid = int(env.tmux("display-message", "-p", "-t", jail.info["tmux_pane"], "#{pane_pid}").strip())
+    assert Path(f"/proc/{pane_pid}/comm").read_text().strip() == "bwrap"
+    os.kill(pane_pid, 9)
+    assert _wait_for(lambda: not running(naps)), "the jail outlived its pane's process"
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_system_paths_are_read_only_mounts(world, mode):
+    """/usr, /etc, /opt (and /bin, /lib... wherever they are real directories) are read-only
+    mounts: checked by mount flags, so it holds as root and as a user alike (a user could not
+    write there anyway; root could)."""
+    env = world
+    jail = Jail(env, mode)
+    out = jail.sh("""
+        python3 - <<'PY'
+        import os
+        for p in ("/usr", "/usr/bin", "/usr/lib", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib64"):
+            if os.path.exists(p) and not os.statvfs(p).f_flag & os.ST_RDONLY:
+                print("WRITABLE_MOUNT", p)
+        PY
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    env.unchanged()
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_cli_install_root_is_read_only(world, mode):
+    """A CLI installed outside /usr (here Cursor's stand-in, whose install root is its directory)
+    is bound read-only: the agent cannot rewrite the program that runs it."""
+    env = world
+    planted = env.bin / "planted"
+    env.run("approve", "cursor", "--yes", check=True)
+    env.json("start", "cursor", "--mode", mode, "--workspace", str(env.ws), "--name", "c", "--detach",
+             "--", "--outside", str(planted))
+    report = env.report("cursor-agent")
+    assert report["write-outside"] == "denied", report
+    assert not planted.exists()
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_etc_secrets_are_masked(world, mode):
+    """/etc/shadow and the other secret files in /etc are /dev/null inside (root in the jail is
+    host root on files); the device shows also to a user, who could not read them anyway."""
+    from tmuxjail.host import ETC_SECRETS
+
+    env = world
+    present = [p for p in ETC_SECRETS if os.path.isfile(p)]
+    if not present:
+        pytest.skip("no /etc secret file on this host")
+    jail = Jail(env, mode)
+    out = jail.sh("".join(f"[ -c {p} ] && [ ! -s {p} ] && echo masked\n" for p in present) + "echo end\n")
+    assert out.split() == ["masked"] * len(present) + ["end"], out
+
+
+class DashSEnv(Env):
+    """An Env whose tmux server is given by socket path (-S), anywhere: tmuxjail must find and
+    hide that socket too."""
+
+    def __init__(self, root: Path, sock: Path):
+        super().__init__(root)
+        self.sock = str(sock)
+
+    def run(self, *args, check=False, cwd=None, env_extra=None, timeout=60):
+        proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "-S", self.sock, *args],
+                              cwd=cwd or self.ws, env=self.environ(**(env_extra or {})), capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"tmuxjail {args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def tmux(self, *args, check=True) -> str:
+        proc = subprocess.run(["tmux", "-S", self.sock, *args], capture_output=True, text=True, env=self.environ())
+        if check and proc.returncode != 0:
+            raise AssertionError(f"tmux {args}: {proc.stderr}")
+        return proc.stdout
+
+    def kill(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True)
+
+
+@pytest.mark.parametrize("mode", ALL)
+def test_dash_s_socket_inside_the_workspace_is_masked(tmp_path, mode):
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    env = DashSEnv(tmp_path, tmp_path / "ws" / ".tmux.sock")
+    try:
+        furnish(env)
+        env.tmux("new-session", "-d", "-s", "first", "sleep 600")  # the server and its socket exist
+        jail = Jail(env, mode)
+        env.tmux("kill-session", "-t", "=first")
+        out = jail.sh(f"""
+            [ -S {env.sock} ] && echo IS_SOCKET
+            python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{env.sock}'); print('CONNECT')" 2>/dev/null
+            tmux -S {env.sock} new-window 'touch {env.sentinel}.tmux' 2>/dev/null && echo NEWWIN
+            echo end
+        """)
+        assert out.split() == ["end"], out
+        assert not Path(f"{env.sentinel}.tmux").exists()
+        env.unchanged()
+    finally:
+        env.kill()
+        Path(env.sock).unlink(missing_ok=True)  # tmux leaves it; another test's scan would see it
+
+
+def test_tmux_tmpdir_sockets_are_hidden(tmp_path):
+    """Another tmux server of the same user under $TMUX_TMPDIR (not the one tmuxjail drives) is
+    out of reach of a compatibility jail, which otherwise sees the whole host."""
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    env = DashSEnv(tmp_path, tmp_path / "driven.sock")
+    tmpdir = tmp_path / "tt"
+    tmpdir.mkdir()
+    env.vars["TMUX_TMPDIR"] = str(tmpdir)
+    victim = ["tmux", "-L", "victim"]
+    try:
+        furnish(env)
+        subprocess.run([*victim, "new-session", "-d", "sleep 600"], env=env.environ(), check=True)
+        sock = tmpdir / f"tmux-{os.getuid()}" / "victim"
+        assert sock.is_socket()
+        jail = Jail(env, "compatibility")
+        out = jail.sh(f"""
+            find {tmpdir} -type s 2>/dev/null | grep -q . && echo SEEN
+            python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{sock}'); print('CONNECT')" 2>/dev/null
+            echo end
+        """)
+        assert out.split() == ["end"], out
+    finally:
+        subprocess.run([*victim, "kill-server"], env=env.environ(), capture_output=True)
+        env.kill()
+        Path(env.sock).unlink(missing_ok=True)
+        sock.unlink(missing_ok=True)
+
+
+def test_bwrap_planted_on_path_never_runs(world):
+    """A bwrap earlier on PATH (a workspace's bin/, a tool's shim) is never the one that runs."""
+    env = world
+    marker = env.outside / "planted-bwrap-ran"
+    fake = env.bin / "bwrap"
+    fake.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(marker))}\nexec /usr/bin/bwrap \"$@\"\n")
+    fake.chmod(0o755)
+    dry = env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "j", "--dry-run")
+    assert dry["sandbox_argv"][0] in ("/usr/bin/bwrap", "/bin/bwrap"), dry["sandbox_argv"][0]
+    jail = Jail(env, "isolated")
+    assert jail.sh("echo inside").split() == ["inside"]
+    assert not marker.exists()

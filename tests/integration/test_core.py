@@ -183,7 +183,7 @@ def test_resume_refuses_tampered_pane_and_missing_fingerprint(jail_env):
     info = start(env)
     env.tmux("set-option", "-p", "-t", info["tmux_pane"], "@tmuxjail_fp", "sha256:" + "0" * 64)
     proc = env.run("resume", "app", "--detach")
-    assert proc.returncode == 3 and "tampered" in proc.stderr or "@tmuxjail_fp" in proc.stderr
+    assert proc.returncode == 3 and "@tmuxjail_fp does not match" in proc.stderr, proc.stderr
     db = sqlite3.connect(env.store)
     db.execute("UPDATE sessions SET fingerprint=NULL")
     db.commit()
@@ -326,3 +326,45 @@ def test_dry_run_and_preflight_change_nothing_on_disk(jail_env):
     assert sorted(str(p) for p in env.ws.rglob("*")) == before
     env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "g", "--detach")
     assert (env.ws / ".git" / "hooks").is_dir()  # made to exist, so it is bound read-only
+
+
+def test_private_files_and_directories_modes(jail_env):
+    """tmuxjail's own dirs (state, spool, data, private homes) are 0700 and a launch spec (it
+    carries credential values) is 0600 while it exists, whatever the caller's umask. The spec
+    lives only until the launcher reads it, so a watcher looks at it while it is there."""
+    import os
+    import stat
+    import time
+
+    env = jail_env
+    spool = env.state_dir / "spool"
+    seen: dict[str, int] = {}
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                for e in os.scandir(spool):
+                    if e.name.endswith(".json"):
+                        seen[e.name] = stat.S_IMODE(e.stat(follow_symlinks=False).st_mode)
+            except OSError:
+                pass
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        for name in ("a", "b", "c"):
+            proc = subprocess.run(
+                [sys.executable, "-P", "-m", "tmuxjail", "-L", env.socket, "start", "codex", "--mode", "isolated",
+                 "--workspace", str(env.ws), "--name", name, "--detach"],
+                cwd=env.ws, env=env.environ(), capture_output=True, text=True, timeout=60,
+                preexec_fn=lambda: os.umask(0))
+            assert proc.returncode == 0, proc.stderr
+    finally:
+        done.set()
+        watcher.join()
+    assert seen, "never saw a spec in the spool"
+    assert set(seen.values()) == {0o600}, {k: oct(v) for k, v in seen.items()}
+    for d in (env.state_dir, spool, env.home / ".local/share/tmuxjail", env.home / ".local/share/tmuxjail/homes/codex/default"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, (d, oct(d.stat().st_mode))

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
+import platform
 import shlex
+import socket
+import struct
 import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,17 +28,28 @@ def test_replaying_a_jails_start_command_runs_nothing(jail_env):
     env.report()
     argv = shlex.split(env.tmux("list-panes", "-t", "=app:", "-F", "#{pane_start_command}").strip())
     env.clear_report()
-    pane = env.tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "=app:", *argv,
-                    ";", "set-option", "-w", "-t", "=app:1", "remain-on-exit", "on").strip()
-    for _ in range(100):
-        if env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip() == "1":
-            break
-        time.sleep(0.05)
-    screen = env.tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", pane)
-    assert "is gone" in screen and "refusing" in screen
-    statuses = env.tmux("list-panes", "-a", "-F", "#{pane_id} #{pane_dead_status}").split("\n")
-    assert f"{pane} 3" in statuses, statuses
+    # remain-on-exit is set on the session's windows before the replay exists (a window option
+    # set in the same command list may come after a fast refusal has already closed the pane).
+    env.tmux("set-option", "-gw", "remain-on-exit", "on")  # this test's own server
+    pane = env.tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "=app:", "-c", str(env.ws), *argv).strip()
+    screen = _dead_screen(env, pane, "refusing")
+    assert "is gone" in screen and "refusing" in screen, screen
+    status = env.tmux("display-message", "-p", "-t", pane, "#{pane_dead} #{pane_dead_status}").split()
+    assert status == ["1", "3"], status
+    time.sleep(0.3)
     assert not (env.ws / ".standin-codex.report").exists()
+
+
+def _dead_screen(env, pane: str, needle: str, timeout: float = 15) -> str:
+    """The pane's screen once it is dead and shows needle. tmux may see the process exit before
+    it has read the last output from the terminal, so the two are waited for together."""
+    deadline = time.monotonic() + timeout
+    while True:
+        dead = env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip() == "1"
+        screen = env.tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", pane)
+        if (dead and needle in screen) or time.monotonic() > deadline:
+            return screen
+        time.sleep(0.05)
 
 
 def _spec(env, tmp_path):
@@ -41,16 +58,17 @@ def _spec(env, tmp_path):
     row = sqlite3.connect(env.store).execute("SELECT id, policy, fingerprint FROM sessions").fetchone()
     spec = {"session_id": row[0], "fingerprint": row[2], "policy": json.loads(row[1]),
             "argv": ["/bin/echo", "RAN"], "env": {}, "store": str(env.store),
-            "status_file": str(tmp_path / "status"), "machine": "x86_64", "sandboxed": True}
+            "status_file": str(tmp_path / "status"), "machine": platform.machine(), "sandboxed": True}
     return out, spec
 
 
-def _launch(env, spec, fp, tmp_path):
-    path = tmp_path / "spec.json"
-    path.write_text(json.dumps(spec))
-    path.chmod(0o600)
-    return subprocess.run([sys.executable, "-E", "-m", "tmuxjail.launch", "--fp", fp, str(path)],
-                          capture_output=True, text=True, env=env.environ(), timeout=30)
+def _launch(env, spec, fp, tmp_path, path=None, **kw):
+    if path is None:
+        path = tmp_path / "spec.json"
+        path.write_text(json.dumps(spec))
+        path.chmod(0o600)
+    return subprocess.run([sys.executable, "-E", "-P", "-m", "tmuxjail.launch", "--fp", fp, str(path)],
+                          capture_output=True, text=True, env=env.environ(), timeout=30, **kw)
 
 
 def test_tampered_policy_is_refused(jail_env, tmp_path):
@@ -81,3 +99,170 @@ def test_stop_will_not_kill_a_tmux_session_that_is_not_ours(jail_env):
     proc = env.run("stop", "app")
     assert proc.returncode == 2 and "not this tmuxjail session" in proc.stderr
     assert env.tmux("has-session", "-t", "=app", check=False) == ""  # still there
+
+
+def test_stopped_session_is_refused(jail_env, tmp_path):
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    env.run("stop", "s", check=True)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 3 and "store does not hold" in proc.stderr and "RAN" not in proc.stdout
+
+
+def test_spec_owned_by_someone_else_is_refused(jail_env, tmp_path):
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    if os.getuid() == 0:
+        path = tmp_path / "theirs.json"
+        path.write_text(json.dumps(spec))
+        os.chown(path, 65534, 65534)
+    else:  # an ordinary user cannot give a file away: someone else's, which it may read but never delete
+        path = Path("/etc/passwd")
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path, path=path)
+    assert proc.returncode == 3 and "not owned by you" in proc.stderr, proc.stderr
+    assert "RAN" not in proc.stdout
+
+
+def test_symlinked_spec_is_refused(jail_env, tmp_path):
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps(spec))
+    real.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path, path=link)
+    assert proc.returncode == 3 and "RAN" not in proc.stdout, (proc.stdout, proc.stderr)
+    assert real.exists()
+
+
+def test_unknown_machine_is_refused_not_run_without_seccomp(jail_env, tmp_path):
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    spec["machine"] = "mips"
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 5 and "no seccomp filter" in proc.stderr and "RAN" not in proc.stdout
+
+
+def _no_landlock():
+    """preexec_fn: from here on the landlock_* syscalls fail with ENOSYS, as on a kernel without
+    Landlock (a seccomp filter, inherited by everything this process starts)."""
+    ins = [struct.pack("<HBBI", *i) for i in (
+        (0x20, 0, 0, 0),             # ld nr
+        (0x35, 0, 2, 444),           # nr >= landlock_create_ruleset ? next : allow
+        (0x35, 1, 0, 447),           # nr > landlock_restrict_self ? allow : next
+        (0x06, 0, 0, 0x00050000 | 38),  # ENOSYS
+        (0x06, 0, 0, 0x7FFF0000),    # allow
+    )]
+    prog = ctypes.create_string_buffer(b"".join(ins))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fprog = Fprog(len(ins), ctypes.addressof(prog))
+    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):
+        raise OSError(ctypes.get_errno(), "seccomp")
+
+
+def test_landlock_failure_refuses_the_launch(jail_env, tmp_path):
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    spec["landlock_scope"] = True
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path, preexec_fn=_no_landlock)
+    assert proc.returncode == 5 and "abstract unix sockets" in proc.stderr and "RAN" not in proc.stdout
+
+
+def test_strict_start_without_landlock_refuses(jail_env):
+    env = jail_env
+
+    def start(name, mode="isolated"):
+        return subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "-L", env.socket, "start", "shell", "--mode",
+                               mode, "--workspace", str(env.ws), "--name", name, "--detach"], cwd=env.ws,
+                              env=env.environ(), capture_output=True, text=True, timeout=60,
+                              preexec_fn=_no_landlock)
+
+    proc = start("n")
+    assert proc.returncode == 5 and "Landlock" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert env.tmux("ls", check=False).strip() == ""
+    proc = start("c", mode="compatibility")  # compatibility never needed it
+    assert proc.returncode == 0, proc.stderr
+    env.config_dir.mkdir(parents=True, exist_ok=True)
+    (env.config_dir / "config.toml").write_text('accept_missing_guards = ["abstract-unix-sockets"]\n')
+    proc = start("a")  # the operator accepted the gap
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_landlock_scope_blocks_abstract_sockets_and_signals(tmp_path):
+    """The scope the launcher applies before exec'ing bwrap, on the real kernel: no connecting to
+    an abstract socket made outside, no signal to a process outside; the process itself is fine."""
+    from tmuxjail.sandbox import landlock
+
+    if landlock.abi() < landlock.MIN_ABI:
+        pytest.skip(f"Landlock ABI {landlock.abi()} < {landlock.MIN_ABI} here")
+    name = f"tj-scope-{os.getpid()}-{time.monotonic_ns()}"
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind("\0" + name)
+    srv.listen(1)
+    outside = subprocess.Popen(["sleep", "60"])
+    code = f"""
+import os, socket
+from tmuxjail.sandbox import landlock
+landlock.scope_self()
+try:
+    os.kill({outside.pid}, 0); print("SIGNAL_OUTSIDE")
+except PermissionError:
+    print("signal-refused")
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\\0{name}"); print("ABSTRACT_OUTSIDE")
+except PermissionError:
+    print("abstract-refused")
+os.kill(os.getpid(), 0); print("self-ok")
+"""
+    try:
+        proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=30)
+    finally:
+        srv.close()
+        outside.kill()
+        outside.wait()
+    assert proc.stdout.split() == ["signal-refused", "abstract-refused", "self-ok"], (proc.stdout, proc.stderr)
+
+
+def test_inherited_fds_do_not_reach_the_jail(jail_env, tmp_path):
+    """The launcher closes every fd but stdio and its own: an fd its caller left open (here, one
+    on a secret file) is not inherited by bubblewrap and the jailed CLI."""
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    dry = env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "d", "--dry-run")
+    argv = dry["sandbox_argv"]
+    probe = env.ws / "fds.sh"
+    probe.write_text("for f in /proc/$$/fd/*; do readlink $f; done > ./fds.out\nexit 0\n")
+    spec["argv"] = [*argv[:argv.index("--") + 1], "/bin/sh", str(probe)]
+    secret = env.outside / "secret-for-fd"
+    secret.write_text("s")
+    fd = os.open(secret, os.O_RDONLY)
+    try:
+        proc = _launch(env, spec, spec["fingerprint"], tmp_path, pass_fds=(fd,))
+    finally:
+        os.close(fd)
+    assert proc.returncode == 0, proc.stderr
+    seen = (env.ws / "fds.out").read_text()
+    assert str(secret) not in seen, seen
+
+
+def test_split_helper_refuses_another_fingerprint(jail_env):
+    """`_pane` (what a split runs) with a fingerprint that is not the session's refuses before it
+    writes a spec or marks the pane as jailed."""
+    env = jail_env
+    info = env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "j", "--detach")
+    bad = "sha256:" + "0" * 64
+    pane = env.tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "=j:", "-c", str(env.ws),
+                    sys.executable, "-P", "-m", "tmuxjail", "_pane", "--id", info["id"], "--fp", bad).strip()
+    screen = _dead_screen(env, pane, "refusing")
+    assert "not the session's" in screen, screen
+    assert env.tmux("display-message", "-p", "-t", pane, "#{pane_dead_status}").strip() == "3"
+    assert env.tmux("display-message", "-p", "-t", pane, "#{@tmuxjail_fp}").strip() in ("", info["fingerprint"])
+    assert env.tmux("show-options", "-pqv", "-t", pane, "@tmuxjail_fp").strip() == ""
+    events = sqlite3.connect(env.store).execute("SELECT kind FROM events").fetchall()
+    assert ("pane",) not in events, events

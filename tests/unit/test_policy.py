@@ -83,10 +83,31 @@ def test_compatibility_inherits_env_and_protects_config():
     assert f"{HOME}/.local/state/tmuxjail" in pol["hidden"]
 
 
-@pytest.mark.parametrize("ws", ["/", HOME, "/home"])
-def test_strict_workspace_cannot_contain_home(ws):
-    with pytest.raises(UsageError):
-        resolve(ws=(ws,))
+@pytest.mark.parametrize("ws,why", [("/", "cannot be /"), (HOME, "contains your home"),
+                                    ("/home", "contains your home")])
+@pytest.mark.parametrize("mode", ["isolated", "verified"])
+def test_strict_workspace_cannot_contain_home(ws, why, mode):
+    # The message names the check: the own-directory overlap check would raise first otherwise
+    # (tmuxjail's dirs live in the home), and the test could not tell the two apart.
+    own = ("/var/lib/tj/config", "/var/lib/tj/state", "/var/lib/tj/data")
+    with pytest.raises(UsageError, match=why):
+        resolve(mode, ws=(ws,), own_dirs=own, config_dir=own[0])
+    resolve("compatibility", ws=(HOME,), own_dirs=own, config_dir=own[0])  # compatibility: the host anyway
+
+
+def test_declared_injection_and_tmux_names_never_pass():
+    """Names that load code (LD_PRELOAD, NODE_OPTIONS...) or point back at tmux never reach a
+    strict jail, even when a profile declares them: a profile is data, the filter is the guard."""
+    prof = profiles.load("codex")
+    cli = prof.capabilities["codex.cli"]
+    bad = ("LD_PRELOAD", "NODE_OPTIONS", "PYTHONPATH", "TMUX", "TMUX_PANE")
+    prof = prof.model_copy(update={"capabilities": {**prof.capabilities,
+                                                    "codex.cli": cli.model_copy(update={"env": (*cli.env, *bad)})}})
+    for mode in ("isolated", "verified"):
+        req = policy.Request(provider="codex", mode=Mode(mode), workspaces=(f"{HOME}/src/app",))
+        names = set(policy.resolve(req, prof, adapter("codex"), facts()).env_names)
+        assert "OPENAI_API_KEY" in names  # the declared, harmless names do pass
+        assert not names & set(bad), names & set(bad)
 
 
 def test_workspace_cannot_overlap_tmuxjail_dirs():
@@ -151,6 +172,15 @@ def test_bwrap_compatibility_argv_hides_state_and_tmux():
     assert f"--tmpfs {HOME}/.local/state/tmuxjail" in s and f"--tmpfs {HOME}/.local/share/tmuxjail" in s
     assert f"--ro-bind-try {HOME}/.config/tmuxjail {HOME}/.config/tmuxjail" in s
     assert "--tmpfs /tmp/tmux-1000" in s and f"--ro-bind /dev/null {HOME}/src/app/tmux.sock" in s
+
+
+def test_bwrap_top_dirs_are_read_only():
+    """Where /bin, /lib... are real directories (no merged /usr), they are bound read-only."""
+    layout = HostLayout(top={"/bin": "dir", "/lib": "dir", "/lib64": "usr/lib64"})
+    for mode in ("isolated", "verified"):
+        s = " ".join(Bwrap().wrap(resolve(mode), ["x"], layout))
+        assert "--ro-bind /bin /bin" in s and "--ro-bind /lib /lib" in s and "--symlink usr/lib64 /lib64" in s
+        assert "--bind /bin" not in s and "--bind /lib " not in s
 
 
 def test_bwrap_verified_home_is_tmpfs_with_baseline_bound():
