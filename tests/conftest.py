@@ -65,13 +65,15 @@ class Env:
         return self.state_dir / "store.db"
 
     def environ(self, **extra) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TMUX", "XDG_"))}
+        # Not the runner's PWD either: tmuxjail takes the workspace from $PWD, and a test's
+        # processes run in the test's own directories (run() sets it to their cwd).
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TMUX", "XDG_")) and k not in ("PWD", "OLDPWD")}
         env.update(self.vars)
         env.update(extra)
         return env
 
     def run(self, *args, check=False, cwd=None, env_extra=None, timeout=60) -> subprocess.CompletedProcess:
-        env = self.environ(**(env_extra or {}))
+        env = self.environ(PWD=str(cwd or self.ws), **(env_extra or {}))
         proc = subprocess.run(
             [sys.executable, "-P", "-m", "tmuxjail", "-L", self.socket, *args],  # -P: no cwd on sys.path, like the console script
             cwd=cwd or self.ws, env=env, capture_output=True, text=True, timeout=timeout,

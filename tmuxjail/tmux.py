@@ -128,7 +128,8 @@ class Tmux:
         pane = self.run(*args).stdout.strip().splitlines()[0]
         # A second call: tmux cannot target the new pane later in the same command list. The
         # launcher takes tens of milliseconds before it can fail, so the pane is still there.
-        rest = ["set-option", "-p", "-t", pane, "remain-on-exit", "on"]
+        rest = ["set-option", "-p", "-t", pane, "remain-on-exit", "on",
+                ";", "set-option", "-p", "-t", pane, "allow-passthrough", "off"]
         for key, value in options.items():
             rest += [";", "set-option", "-p", "-t", pane, key, value]
         self.run(*rest, check=False)

@@ -7,6 +7,7 @@ asserts that the attack failed and that nothing outside changed."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import shlex
@@ -288,6 +289,47 @@ def test_escape_sequence_options_on_jailed_windows(world):
     env.unchanged()
 
 
+def _tmux_env(env, pane: str) -> dict:
+    """TMUX and TMUX_PANE as a process in `pane` has them (for start --here / --split)."""
+    tmux_var = env.tmux("display-message", "-p", "-t", pane, "#{socket_path},#{pid},#{session_id}").strip()
+    return {"TMUX": tmux_var.replace(",$", ","), "TMUX_PANE": pane}
+
+
+def test_every_jailed_pane_has_passthrough_off_and_stays_dead(world):
+    """Not only a session's first window: a new window in a jailed session (tmux's own key, via
+    the session's default-command), and a jail started with --here or --split in the user's own
+    session get allow-passthrough off, whatever the server's global says, and keep a dead pane
+    when their shell exits (never a closed pane, never a shell in its place)."""
+    env = world
+    Jail(env, "isolated")
+    env.tmux("set-option", "-gw", "allow-passthrough", "on")
+    env.tmux("set-option", "-gw", "remain-on-exit", "off")
+    panes = {"new-window": env.tmux("new-window", "-d", "-t", "=j:", "-c", str(env.ws), "-P", "-F", "#{pane_id}").strip()}
+    env.tmux("new-session", "-d", "-s", "mine", "-c", str(env.ws))
+    mine = env.tmux("display-message", "-p", "-t", "=mine:", "#{pane_id}").strip()
+    for how, args in (("here", ["--here"]), ("split", ["--split", "h"])):
+        proc = env.run("start", "shell", "--mode", "isolated", *args, "--name", how, "--detach", "--json",
+                       env_extra=_tmux_env(env, mine))
+        assert proc.returncode == 0, proc.stderr
+        panes[how] = json.loads(proc.stdout)["tmux_pane"]
+    for how, pane in panes.items():
+        pid = int(env.tmux("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
+        assert _wait(lambda: _jailed(pid), 15), how
+        assert env.tmux("display-message", "-p", "-t", pane, "#{allow-passthrough}").strip() in ("0", "off"), how
+    for how, pane in panes.items():
+        env.tmux("send-keys", "-t", pane, "exit", "Enter")
+    for how, pane in panes.items():
+        assert _wait(lambda: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}", check=False).strip() == "1"), \
+            f"{how}: the pane closed instead of staying dead"
+    assert env.tmux("display-message", "-p", "-t", mine, "#{allow-passthrough}").strip() in ("1", "on")  # the user's own
+
+
+def _jailed(pid: int) -> bool:
+    from test_escapes import _in_jail
+
+    return _in_jail(pid)
+
+
 # -- paths -----------------------------------------------------------------------------------
 
 ODD = "my ws 'q' \"dq\" ü $HOME `x`"
@@ -550,7 +592,7 @@ class DashSEnv(Env):
 
     def run(self, *args, check=False, cwd=None, env_extra=None, timeout=60):
         proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "-S", self.sock, *args],
-                              cwd=cwd or self.ws, env=self.environ(**(env_extra or {})), capture_output=True,
+                              cwd=cwd or self.ws, env=self.environ(PWD=str(cwd or self.ws), **(env_extra or {})), capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         if check and proc.returncode != 0:
             raise AssertionError(f"tmuxjail {args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")

@@ -266,3 +266,18 @@ def test_split_helper_refuses_another_fingerprint(jail_env):
     assert env.tmux("show-options", "-pqv", "-t", pane, "@tmuxjail_fp").strip() == ""
     events = sqlite3.connect(env.store).execute("SELECT kind FROM events").fetchall()
     assert ("pane",) not in events, events
+
+
+def test_unknown_machine_refuses_before_anything_runs(jail_env):
+    """start on a machine the seccomp filter does not know refuses (exit 5) before it records or
+    launches anything; the launcher's own refusal is the second line, not the only one. The
+    machine name is the only thing faked: tmux, the store and bubblewrap are real."""
+    env = jail_env
+    code = "import platform, sys; platform.machine = lambda: 'mips'; from tmuxjail.cli import main; main()"
+    proc = subprocess.run([sys.executable, "-P", "-c", code, "-L", env.socket, "start", "shell", "--mode", "isolated",
+                           "--workspace", str(env.ws), "--name", "m", "--detach"],
+                          cwd=env.ws, env=env.environ(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 5 and "no seccomp filter for mips" in proc.stderr, proc.stderr
+    assert env.tmux("ls", check=False).strip() == ""
+    if env.store.exists():
+        assert sqlite3.connect(env.store).execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
