@@ -615,9 +615,7 @@ def test_dash_s_socket_inside_the_workspace_is_masked(tmp_path, mode):
     env = DashSEnv(tmp_path, tmp_path / "ws" / ".tmux.sock")
     try:
         furnish(env)
-        env.tmux("new-session", "-d", "-s", "first", "sleep 600")  # the server and its socket exist
-        jail = Jail(env, mode)
-        env.tmux("kill-session", "-t", "=first")
+        jail = Jail(env, mode)  # the server's first session: no socket yet when the argv is built
         out = jail.sh(f"""
             [ -S {env.sock} ] && echo IS_SOCKET
             python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{env.sock}'); print('CONNECT')" 2>/dev/null
@@ -633,8 +631,9 @@ def test_dash_s_socket_inside_the_workspace_is_masked(tmp_path, mode):
 
 
 def test_tmux_tmpdir_sockets_are_hidden(tmp_path):
-    """Another tmux server of the same user under $TMUX_TMPDIR (not the one tmuxjail drives) is
-    out of reach of a compatibility jail, which otherwise sees the whole host."""
+    """Another tmux server of the same user under $TMUX_TMPDIR (not the one tmuxjail drives),
+    started after the jail, is out of reach of a compatibility jail, which otherwise sees the
+    whole host."""
     if (why := have_jail()) is not None:
         pytest.skip(why)
     env = DashSEnv(tmp_path, tmp_path / "driven.sock")
@@ -642,12 +641,12 @@ def test_tmux_tmpdir_sockets_are_hidden(tmp_path):
     tmpdir.mkdir()
     env.vars["TMUX_TMPDIR"] = str(tmpdir)
     victim = ["tmux", "-L", "victim"]
+    sock = tmpdir / f"tmux-{os.getuid()}" / "victim"
     try:
         furnish(env)
-        subprocess.run([*victim, "new-session", "-d", "sleep 600"], env=env.environ(), check=True)
-        sock = tmpdir / f"tmux-{os.getuid()}" / "victim"
-        assert sock.is_socket()
         jail = Jail(env, "compatibility")
+        subprocess.run([*victim, "new-session", "-d", "sleep 600"], env=env.environ(), check=True)
+        assert sock.is_socket()
         out = jail.sh(f"""
             find {tmpdir} -type s 2>/dev/null | grep -q . && echo SEEN
             python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{sock}'); print('CONNECT')" 2>/dev/null
