@@ -17,7 +17,7 @@ python3 -m venv .venv
 rm -rf build
 .venv/bin/pytest -q -p no:cacheprovider tests "$@"
 # Every guard pinned: remove each fast guard in turn and check its tests go red (guards/registry.toml).
-.venv/bin/python scripts/mutate.py --fast
+.venv/bin/python scripts/mutate.py --fast --no-baseline  # the suite just passed: no need to run it again unmutated
 
 if [ "$(id -u)" -eq 0 ] && [ -z "${TMUXJAIL_NO_USER_RUN:-}" ]; then
   user=tmuxjail-ci
@@ -26,6 +26,6 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${TMUXJAIL_NO_USER_RUN:-}" ]; then
   git ls-files -z | xargs -0 -I{} cp --parents {} "$copy"/ 2>/dev/null || cp -r . "$copy"
   chown -R "$user:" "$copy"
   echo "--- again as the ordinary user $user ---"
-  runuser -u "$user" -- sh -c "cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && .venv/bin/python scripts/mutate.py --fast"
+  runuser -u "$user" -- sh -c "cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && .venv/bin/python scripts/mutate.py --fast --no-baseline"
   rm -rf "$copy"
 fi
