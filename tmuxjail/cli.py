@@ -97,10 +97,12 @@ def _parser():
 
     mn = cmd("menu", "run (or --print) the tmux menu/popup behind a tmux.conf.example key",
              "tmuxjail menu start --print")
-    mn.add_argument("action", choices=("start", "resume", "list", "shell", "policy", "stop"))
+    mn.add_argument("action", choices=("start", "resume", "list", "shell", "policy", "stop", "_start"),
+                    metavar="{start,resume,list,shell,policy,stop}")
     mn.add_argument("-c", dest="client", metavar="CLIENT", help="tmux client (bindings pass '#{client_name}')")
     mn.add_argument("-t", dest="pane", metavar="PANE", help="tmux pane (bindings pass '#{pane_id}')")
     mn.add_argument("--print", action="store_true", help="print the tmux command instead of running it")
+    mn.add_argument("rest", nargs="*", help=argparse.SUPPRESS)  # _start PROVIDER MODE (a start-menu item)
 
     d = cmd("doctor", "check tmux, bubblewrap and user namespaces, and say how to fix them", "tmuxjail doctor")
     d.add_argument("--json", action="store_true", help="print JSON")
@@ -365,7 +367,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
     if args.command == "menu":
         from . import menu
 
-        return menu.run(ctx, args.action, args.client, args.pane, args.print)
+        return menu.run(ctx, args.action, args.client, args.pane, args.print, args.rest)
     if args.command == "show":
         d = sessions.show(ctx, args.name)
         if json_out:

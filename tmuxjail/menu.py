@@ -2,20 +2,28 @@
 
 Each binding runs `tmuxjail menu ACTION -c CLIENT -t PANE` through `run-shell -b`, and this module
 builds the tmux command (a display-menu, a popup, a confirm prompt) from what is installed and
-allowed, and runs it on that server for that client. Quoting is done here, once, in Python, not
-in the tmux config. `--print` prints the command instead of running it.
+allowed, and runs it on that server for that client. `--print` prints the command instead.
 
   start   display-menu of provider x allowed mode (installed profiles, operator config)
   resume  display-menu of the jailed sessions of this server
   list    popup with `tmuxjail list --check`
   shell   a login shell in a new window, inside the jail of pane PANE
-  policy  popup with `tmuxjail show` of the jail of pane PANE
+  policy  popup with `tmuxjail show` of the jail of pane PANE, in a pager
   stop    confirm, then `tmuxjail stop` the jail of pane PANE
+
+No string from a pane, a window, a session or a jail ever reaches a tmux command: tmux expands
+`#(...)` and `#{...}` in a menu item's command when it builds the menu and again when run-shell
+runs it, so a directory named `#(...)` would run in the tmux server, outside every jail. Menu
+items and prompts carry ids only (a pane id, a client name, a session id from the store, a
+provider and a mode from fixed lists), each checked against a strict pattern (`word`), and the
+hidden action `_start` reads the pane's directory itself when the item runs and passes it on as
+an argv element, never inside a tmux command string.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -26,12 +34,36 @@ from .errors import TmuxjailError, UsageError
 
 ACTIONS = ("start", "resume", "list", "shell", "policy", "stop")
 KEYS = "123456789abcdefghijklmnopqrstuvwxyz"
+PANE_RE = re.compile(r"^%[0-9]{1,9}$")
+CLIENT_RE = re.compile(r"^[A-Za-z0-9/_.+-]{1,200}$")  # a tty path, or client-PID
+# What may appear in a tmux command string tmuxjail builds: no `#` (formats), `$`, `~`, quotes,
+# backslashes, `;` or `{}` (tmux's parser), no control characters.
+SAFE_RE = re.compile(r"^[A-Za-z0-9/_.,+=:@% -]*$")
 
 
-def tmux_quote(s: str) -> str:
-    """A double-quoted word for tmux's command parser, with `#` doubled for format expansion."""
-    s = s.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("#", "##")
-    return f'"{s}"'
+def word(s: str, what: str = "value") -> str:
+    """s, if it may go into a tmux command string as is; else refuse (nothing is escaped)."""
+    if not SAFE_RE.match(s):
+        raise TmuxjailError(f"refusing to put this {what} into a tmux command: {_printable(s)}",
+                            hint="tmux would expand it; install tmuxjail under a plain path")
+    return s
+
+
+def _printable(s: str) -> str:
+    return "".join(c if SAFE_RE.match(c) else "?" for c in s)[:120]
+
+
+def label(s: str) -> str:
+    """Text for a menu label or prompt, which tmux expands as a format: no `#`, no control
+    characters."""
+    return "".join("?" if c == "#" or not c.isprintable() else c for c in s)[:120]
+
+
+def check_ids(client: str | None, pane: str | None) -> None:
+    if client is not None and not CLIENT_RE.match(client):
+        raise UsageError(f"invalid tmux client name {_printable(client)!r}")
+    if pane is not None and not PANE_RE.match(pane):
+        raise UsageError(f"invalid tmux pane id {_printable(pane)!r}", hint="a pane id looks like %3")
 
 
 def self_argv(tmux) -> list[str]:
@@ -40,8 +72,13 @@ def self_argv(tmux) -> list[str]:
     return [sys.executable, "-E", "-P", "-m", "tmuxjail", "-S", tmux.socket]
 
 
+def _command(tmux, *args: str) -> str:
+    """A shell command line of tmuxjail, from safe words only."""
+    return shlex.join([word(a, "argument") for a in [*self_argv(tmux), *args]])
+
+
 def _run_shell(tmux, *args: str) -> str:
-    return "run-shell -b " + tmux_quote(shlex.join([*self_argv(tmux), *args]))
+    return f'run-shell -b "{_command(tmux, *args)}"'
 
 
 def providers() -> list[tuple[str, str, bool]]:
@@ -70,24 +107,25 @@ def allowed_modes(ctx) -> tuple[tuple[str, ...], str]:
     return cfg.allowed_modes, cfg.default_mode
 
 
+def _ids(client: str | None, pane: str | None) -> list[str]:
+    return [*(["-t", pane] if pane else []), *(["-c", client] if client else [])]
+
+
 def start_menu(ctx, client: str | None, pane: str | None) -> list[str]:
     tmux = ctx.tmux
-    cwd = tmux.pane_option(pane, "pane_current_path") if pane else ""
-    cwd = cwd or ctx.env.get("PWD") or os.getcwd()
     modes, default = allowed_modes(ctx)
+    where = "the current pane's directory" if pane else "the current directory"
     args = ["display-menu", *(["-c", client] if client else []), *(["-t", pane] if pane else []),
-            "-T", tmux_quote_title(f"tmuxjail: start in {_short_path(cwd, ctx.env)}"), "-x", "C", "-y", "C"]
+            "-T", f"tmuxjail: start in {where}", "-x", "C", "-y", "C",
+            "--"]  # the items follow: a greyed `-claude-code ...` is not tmux's -c option
     keys = iter(KEYS)
-    for provider, display, installed in providers():
+    for provider, _display, installed in providers():
         for mode in modes:
-            label = f"{provider:<12} {mode}{' (default)' if mode == default else ''}"
-            if not installed:
-                args += [f"-{label}   not installed", "", ""]
+            text = label(f"{provider:<12} {mode}{' (default)' if mode == default else ''}")
+            if not installed:  # a leading `-` greys the item out (after `--`, see below)
+                args += [f"-{text}   not installed", "", ""]
                 continue
-            cmd = ["start", provider, "--mode", mode, "--workspace", cwd]
-            if client:
-                cmd += ["--client", client]
-            args += [label.replace("#", "##"), next(keys, ""), _run_shell(tmux, *cmd)]
+            args += [text, next(keys, ""), _run_shell(tmux, "menu", "_start", provider, mode, *_ids(client, pane))]
         args.append("")  # a separator line between providers (one empty argument)
     while args and args[-1] == "":
         args.pop()
@@ -99,80 +137,104 @@ def resume_menu(ctx, client: str | None, pane: str | None) -> list[str]:
 
     tmux = ctx.tmux
     args = ["display-menu", *(["-c", client] if client else []), *(["-t", pane] if pane else []),
-            "-T", tmux_quote_title("tmuxjail: resume"), "-x", "C", "-y", "C"]
+            "-T", "tmuxjail: resume", "-x", "C", "-y", "C", "--"]
     keys = iter(KEYS)
     found = False
     for d in rows(ctx, activity=False):
         if d["kind"] != "agent" or d["status"] not in ("running", "exited", "gone"):
             continue
         found = True
-        label = f"{d['name']:<24} {d['provider']}/{d['mode']}  {d['status']}".replace("#", "##")
-        cmd = ["resume", d["name"], *(["--client", client] if client else [])]
-        args += [label, next(keys, ""), _run_shell(tmux, *cmd)]
+        text = label(f"{d['name']:<24} {d['provider']}/{d['mode']}  {d['status']}")
+        cmd = ["resume", d["id"], *(["--client", client] if client else [])]
+        args += [text, next(keys, ""), _run_shell(tmux, *cmd)]
     if not found:
         args += ["-no jailed session on this server", "", ""]
     return args
 
 
-def tmux_quote_title(s: str) -> str:
-    return s.replace("#", "##")
-
-
-def _short_path(path: str, env: dict) -> str:
-    home = env.get("HOME", "")
-    if home and (path == home or path.startswith(home.rstrip("/") + "/")):
-        return "~" + path[len(home.rstrip("/")):]
-    return path
-
-
-def _jail_of(ctx, pane: str | None) -> str:
+def _jail_of(ctx, pane: str | None):
+    """The store's row of the jail pane PANE runs in. The pane's @tmuxjail_id is only a key: what
+    goes on is the id the store holds."""
     if not pane:
         raise UsageError("this action needs -t PANE")
     sid = ctx.tmux.pane_option(pane, "@tmuxjail_id")
-    if not sid:
+    row = ctx.readonly_store().find(sid) if sid else None
+    if row is None or row.id != sid or row.status == "stopped":
         raise UsageError(f"pane {pane} is not in a jail")
-    return sid
+    return row
+
+
+def pane_directory(tmux, pane: str) -> str:
+    """The directory of PANE as tmux sees it, read here when the item runs (never before)."""
+    proc = tmux.run("display-message", "-p", "-t", pane, "#{pane_current_path}", check=False)
+    path = proc.stdout[:-1] if proc.stdout.endswith("\n") else proc.stdout
+    if proc.returncode != 0 or not os.path.isabs(path) or not os.path.isdir(path):
+        raise UsageError(f"cannot read the directory of pane {pane}",
+                         hint="start from a shell: tmuxjail start PROVIDER --workspace DIR")
+    return path
+
+
+def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> None:
+    """`menu _start PROVIDER MODE -t PANE -c CLIENT`: what a start-menu item runs."""
+    from . import log, sessions
+    from .cli import MODES, PROVIDERS
+
+    if len(rest) != 2 or rest[0] not in PROVIDERS or rest[1] not in MODES or not pane:
+        raise UsageError("usage: tmuxjail menu _start PROVIDER MODE -t PANE [-c CLIENT]")
+    log.setup(ctx.paths.log_file, False)
+    cwd = pane_directory(ctx.tmux, pane)
+    opts = sessions.StartOptions(provider=rest[0], mode=rest[1], workspaces=(cwd,), non_interactive=True,
+                                 detach=True)
+    result = sessions.start(ctx, opts)
+    if client:
+        ctx.tmux.switch_client(client, result.get("tmux_pane") or f"={result['tmux_session']}")
 
 
 def build(ctx, action: str, client: str | None, pane: str | None) -> list[str] | None:
     """The tmux command (argv after `tmux -S socket`) for an action, or None when the action is
     done here (shell)."""
     tmux = ctx.tmux
-    me = shlex.join(self_argv(tmux))
     if action == "start":
         return start_menu(ctx, client, pane)
     if action == "resume":
         return resume_menu(ctx, client, pane)
     if action == "list":
         return ["display-popup", *(["-c", client] if client else []), "-w", "90%", "-h", "60%",
-                "-T", " tmuxjail list (Esc closes) ", f"{me} list --check --color always"]
+                "-T", " tmuxjail list (Esc closes) ", _command(tmux, "list", "--check", "--color", "always")]
     if action == "policy":
-        sid = _jail_of(ctx, pane)
-        return ["display-popup", *(["-c", client] if client else []), "-w", "90%", "-h", "80%",
-                "-T", " tmuxjail policy (Esc closes) ", f"{me} show {shlex.quote(sid)}"]
+        row = _jail_of(ctx, pane)
+        # -E: the popup closes with the pager. `-+F`: a short policy still waits for `q`.
+        pager = "less -R -+F -+X" if shutil.which("less") else "more"
+        return ["display-popup", *(["-c", client] if client else []), "-E", "-w", "90%", "-h", "80%",
+                "-T", " tmuxjail policy (q closes) ", f"{_command(tmux, 'show', row.id)} | {pager}"]
     if action == "stop":
-        sid = _jail_of(ctx, pane)
-        row = ctx.readonly_store().find(sid)
-        name = row.name if row else sid
+        row = _jail_of(ctx, pane)
         return ["confirm-before", *(["-t", client] if client else []),
-                "-p", f"stop jail {name} (kills its panes)? (y/n)".replace("#", "##"),
-                _run_shell(tmux, "stop", sid)]
+                "-p", label(f"stop jail {row.name} (kills its panes)? (y/n)"),
+                _run_shell(tmux, "stop", row.id)]
     if action == "shell":
         return None
     raise UsageError(f"unknown menu action {action!r}", hint="one of: " + ", ".join(ACTIONS))
 
 
-def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool) -> int:
+def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool,
+        rest: list[str] | None = None) -> int:
     try:
+        check_ids(client, pane)
+        if action == "_start":
+            start_here(ctx, client, pane, rest or [])
+            return 0
+        if rest:
+            raise UsageError(f"unexpected arguments: {' '.join(rest)}")
         argv = build(ctx, action, client, pane)
         if argv is None:  # shell
             from .panes import shell
 
-            sid = _jail_of(ctx, pane)
+            row = _jail_of(ctx, pane)
             if print_only:
-                print(shlex.join([*self_argv(ctx.tmux), "shell", sid]))
+                print(shlex.join([*self_argv(ctx.tmux), "shell", row.id]))
                 return 0
-            out = shell(ctx, sid, detach=True)
+            out = shell(ctx, row.id, detach=True)
             ctx.tmux.switch_client(client, out["shell_pane"])
             return 0
         if print_only:
@@ -187,8 +249,10 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
         ctx.tmux.run(*argv)
         return 0
     except TmuxjailError as exc:
-        if print_only or not ctx.tmux.inside:
+        if print_only or not (ctx.tmux.inside or client):
             raise
-        msg = f"tmuxjail: {exc.message}".replace("#", "##")
-        ctx.tmux.run("display-message", *(["-c", client] if client else []), msg, check=False)
-        return exc.code
+        # display-message expands its text once: `#` doubled, and no control characters.
+        msg = "".join(c if c.isprintable() else "?" for c in f"tmuxjail: {exc.message}").replace("#", "##")
+        ctx.tmux.run("display-message", *(["-c", client] if client and CLIENT_RE.match(client) else []),
+                     msg, check=False)
+        return 0  # reported: a non-zero status would also put the pane in view mode

@@ -38,6 +38,12 @@ def check_name(name: str) -> str:
     return name
 
 
+def start_dir(path: str) -> str:
+    """A -c argument: tmux expands formats in it (new-session, new-window, split-window,
+    respawn-pane), so a workspace named `#(...)` would run in the tmux server. `##` is a `#`."""
+    return path.replace("#", "##")
+
+
 def parse_version(text: str) -> tuple[int, int, str]:
     m = re.search(r"(\d+)\.(\d+)([a-z]?)", text)
     if not m:
@@ -108,7 +114,7 @@ class Tmux:
         that exits at once, so a dead jail stays visible instead of taking its window with it.
         session_options (e.g. default-command) are set on the session only, in the same call."""
         target = f"={name}:"
-        args = ["new-session", "-d", "-s", name, "-c", cwd, "-P", "-F", "#{pane_id}", *argv]
+        args = ["new-session", "-d", "-s", name, "-c", start_dir(cwd), "-P", "-F", "#{pane_id}", *argv]
         for key, value in (session_options or {}).items():
             args += [";", "set-option", "-t", target, key, value]
         args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
@@ -124,7 +130,7 @@ class Tmux:
             args = ["new-window", "-a", "-t", target]
         else:
             args = ["split-window", "-h" if split == "h" else "-v", "-t", target]
-        args += [*(["-d"] if detach else []), "-c", cwd, "-P", "-F", "#{pane_id}", *argv]
+        args += [*(["-d"] if detach else []), "-c", start_dir(cwd), "-P", "-F", "#{pane_id}", *argv]
         pane = self.run(*args).stdout.strip().splitlines()[0]
         # A second call: tmux cannot target the new pane later in the same command list. The
         # launcher takes tens of milliseconds before it can fail, so the pane is still there.
@@ -167,7 +173,7 @@ class Tmux:
         return args
 
     def respawn(self, pane: str, argv: list[str], cwd: str, options: dict[str, str]) -> None:
-        args = ["respawn-pane", "-k", "-t", pane, "-c", cwd, *argv]
+        args = ["respawn-pane", "-k", "-t", pane, "-c", start_dir(cwd), *argv]
         args += self._option_args(pane, options)
         self.run(*args)
 
@@ -194,7 +200,9 @@ class Tmux:
         return self.run("capture-pane", "-p", "-J", "-S", "-200", "-t", pane, check=False).stdout
 
     def kill_session(self, name: str) -> None:
-        self.run("kill-session", "-t", f"={name}", check=False)
+        # A client attached to it moves to another session instead of detaching (`x` key).
+        self.run("set-option", "-t", f"={name}", "detach-on-destroy", "off", ";",
+                 "kill-session", "-t", f"={name}", check=False)
 
     def attach_argv(self, name: str) -> list[str]:
         """argv to bring the user to the session: switch-client when we are inside this server,

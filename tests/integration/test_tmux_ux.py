@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -307,9 +308,117 @@ def test_menu_print_follows_profiles_and_allowed_modes(env):
     assert not [l for l in labels if "compatibility" in l]
     assert "-pi           isolated (default)   not installed" in labels  # shown, disabled
     item = argv[argv.index("codex        isolated (default)") + 2]
-    assert item.startswith('run-shell -b "') and f"--workspace {env.ws}" in item
-    assert "-E -P -m tmuxjail" in item
+    # Ids only: the item reads the pane's directory itself when it runs.
+    assert item.startswith('run-shell -b "') and item.endswith(' menu _start codex isolated -t %0"')
+    assert "-E -P -m tmuxjail" in item and str(env.ws) not in out
+    assert argv[argv.index("C", argv.index("-y")) + 1] == "--"  # then a greyed `-claude-code` is no option
     # The key table guards: the file loads on this tmux, and binds nothing outside its table but the entry key.
     keys = env.tmux("source-file", str(CONF)) or env.tmux("list-keys")
     assert "switch-client -T tmuxjail" in keys
     assert len([l for l in keys.splitlines() if "-T tmuxjail " in l]) == 7
+
+
+# -- hostile names: nothing a pane or a jail writes reaches a tmux command --------------------
+
+def _hostile(tag: str) -> str:
+    """A name tmux would act on if it ever expanded it: `#(...)` runs a command in the tmux
+    server (cwd: its HOME), `#{...}` is a format, `;` ends a tmux command, quotes end words."""
+    return f"#(cd;touch pwned-{tag}) #{{pane_id}};x\"q'z"
+
+
+def _key_of(screen: str, pattern: str) -> str:
+    line = next(l for l in screen.splitlines() if re.search(pattern, l))
+    return re.search(r"\((\w)\)", line).group(1)
+
+
+def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
+    env, term = ui
+    home_id = env.tmux("display-message", "-p", "-t", "=home:", "#{session_id}").strip()
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "j", "--detach")
+    jail = env.tmux("display-message", "-p", "-t", "=j:", "#{pane_id}").strip()
+    wait(lambda: in_bwrap(int(env.tmux("display-message", "-p", "-t", jail, "#{pane_pid}").strip())), what="the jail")
+    # From inside the jail: directories with hostile names, cd into one, and a hostile pane title.
+    # The window and the user's own session get hostile names as well.
+    cwd_name, nl_name = _hostile("cwd"), _hostile("nl") + "\nnl"
+    title = _hostile("title") + "\nnl"
+    (env.ws / "attack.sh").write_text(
+        f"d=$PWD/$(printf '%s' {shlex.quote(cwd_name)}); n=$PWD/$(printf '%s' {shlex.quote(nl_name)})\n"
+        "mkdir -p \"$d\" \"$n\" && cd \"$n\"\n"
+        f"printf '\\033]2;%s\\033\\\\' {shlex.quote(title)}\n")
+    env.tmux("send-keys", "-t", jail, ". ./attack.sh", "Enter")
+    wait(lambda: env.tmux("display-message", "-p", "-t", jail, "#{pane_current_path}").startswith(str(env.ws / nl_name)),
+         what="the jail's cwd")
+    # rename-window and rename-session expand formats in their argument: `##` is a literal `#`.
+    env.tmux("rename-window", "-t", jail, (_hostile("window") + "\nnl").replace("#", "##"))
+    env.tmux("rename-session", "-t", home_id, (_hostile("session") + "\nnl").replace("#", "##"))
+    assert env.tmux("display-message", "-p", "-t", home_id, "#{session_name}").startswith("#(cd;touch pwned-session")
+    env.tmux("switch-client", "-c", term.client, "-t", jail)
+    pwned = lambda: sorted(p.name for p in env.home.iterdir() if p.name.startswith("pwned"))  # noqa: E731
+
+    # s: the start menu, then its `shell isolated` item. A directory with a newline: refused, in
+    # one line, and nothing runs.
+    term.send("C-b", "J", "s")
+    screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
+    term.send(_key_of(screen, r"shell\s+isolated"))
+    wait(lambda: "tmuxjail: workspace" in term.screen(), what="the refusal")  # a one-line message
+    # A directory with `#(...)`, `#{...}`, `;` and quotes: the new session's workspace is the
+    # hostile directory, exactly (the item read it itself), and nothing runs.
+    hostile_dir = env.ws / cwd_name
+    env.tmux("send-keys", "-t", jail, 'cd "$d"', "Enter")
+    wait(lambda: env.tmux("display-message", "-p", "-t", jail, "#{pane_current_path}") == f"{hostile_dir}\n",
+         what=f"the jail's cwd {term.screen()}")
+    term.send("C-b", "J", "s")
+    screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
+    term.send(_key_of(screen, r"shell\s+isolated"))
+    started = lambda: term.session() if term.session() not in ("j", "") and not term.session().startswith("#") else None  # noqa: E731
+    try:
+        wait(lambda: pwned() or started(), what="the new session", timeout=6)
+    except AssertionError:
+        raise AssertionError(term.screen() + env.run("list", "--all").stdout + str(list(env.state_dir.iterdir())))
+    time.sleep(0.5)
+    assert pwned() == []
+    new = started()
+    rows = {r["name"]: r for r in env.json("list")}
+    assert rows[new]["workspace"] == str(hostile_dir) and rows[new]["status"] == "running"
+
+    # S, p, l, r and x in the jailed pane.
+    env.tmux("switch-client", "-c", term.client, "-t", jail)
+    windows = len(env.tmux("list-windows", "-t", "=j").split("\n"))
+    term.send("C-b", "J", "S")
+    wait(lambda: len(env.tmux("list-windows", "-t", "=j").split("\n")) == windows + 1, what="the shell window")
+    env.tmux("switch-client", "-c", term.client, "-t", jail)
+    term.send("C-b", "J", "p")
+    wait(lambda: "tmuxjail policy" in term.screen() and "fingerprint" in term.screen(), what="the policy popup")
+    term.send("q")
+    wait(lambda: "tmuxjail policy" not in term.screen(), what="the popup to close", timeout=5)
+    term.send("C-b", "J", "l")
+    wait(lambda: "tmuxjail list" in term.screen() and "FINGERPRINT" in term.screen(), what="the list popup")
+    term.send("Escape")
+    wait(lambda: "FINGERPRINT" not in term.screen(), what="the popup to close", timeout=5)
+    env.tmux("switch-client", "-c", term.client, "-t", home_id)
+    term.send("C-b", "J", "r")
+    screen = wait(lambda: term.screen() if "tmuxjail: resume" in term.screen() else None, what="the resume menu")
+    term.send(_key_of(screen, r"\bj\s+shell/isolated"))
+    wait(lambda: term.session() == "j", what="the resume")
+    env.tmux("select-pane", "-t", jail)
+    env.tmux("select-window", "-t", jail)
+    term.send("C-b", "J", "x")
+    wait(lambda: "stop jail j" in term.screen(), what="the stop prompt")
+    term.send("y")
+    wait(lambda: env.tmux("has-session", "-t", "=j", check=False) == "" and False or
+         env.json("list", "--all")[0]["status"] == "stopped", what="the stop")
+    # x stops the jail, and the client stays attached (it moves to another session).
+    assert env.tmux("list-clients", "-F", "#{client_name}").strip() == term.client
+    time.sleep(1)  # `#()` jobs run in the background: give one time to land
+    assert pwned() == []
+
+
+def test_start_menu_when_the_first_provider_is_not_installed(ui):
+    """A greyed first item (`-claude-code ...`) was read by display-menu as its -c option."""
+    env, term = ui
+    (env.bin / "claude").unlink()
+    term.send("C-b", "J", "s")
+    screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None,
+                  what=f"the start menu: {term.screen()}")
+    assert re.search(r"claude-code\s+isolated\s+not installed", screen)
+    assert "(1)" in next(l for l in screen.splitlines() if re.search(r"codex\s+compatibility", l))
