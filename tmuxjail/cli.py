@@ -81,6 +81,12 @@ def _parser():
     lf.add_argument("--json", action="store_true", help="print a JSON array")
     lf.add_argument("--ndjson", action="store_true", help="print one JSON object per line")
 
+    pn = cmd("prune", "forget sessions that are over (stopped, failed, gone); never a live one",
+             "tmuxjail prune --older-than 30d --dry-run")
+    pn.add_argument("--older-than", metavar="AGE", help="only those unchanged for AGE (30d, 12h, 45m, 2w)")
+    pn.add_argument("--dry-run", action="store_true", help="show what would be pruned")
+    pn.add_argument("--json", action="store_true", help="print JSON")
+
     sh = cmd("show", "show a session and its effective policy, in full", "tmuxjail show app --json")
     sh.add_argument("name")
     sh.add_argument("--json", action="store_true", help="print JSON")
@@ -351,9 +357,20 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
 
         rows = listing.rows(ctx, include_stopped=args.all, check=args.check)
         fmt = "json" if json_out else "ndjson" if args.ndjson else "table"
-        text = listing.render(rows, fmt, listing.use_color(args.color, sys.stdout))
+        text = listing.render(rows, fmt, listing.use_color(args.color, sys.stdout),
+                              listing.width(sys.stdout, os.environ), os.environ.get("HOME", ""))
         if text:
             print(text)
+        return 0
+    if args.command == "prune":
+        from . import prune
+
+        done = prune.prune(ctx, prune.parse_age(args.older_than), args.dry_run)
+        if json_out:
+            _print_json({"dry_run": args.dry_run, "sessions": done})
+        else:
+            verb = "would prune" if args.dry_run else "pruned"
+            print(f"{verb} {len(done)} session(s)" + "".join(f"\n  {d['name']} ({d['status']})" for d in done))
         return 0
     if args.command == "shell":
         from . import log, panes

@@ -111,7 +111,7 @@ def _pane_status(d: dict, pane) -> None:
 def _check(ctx, records, out: list[dict]) -> None:
     """Recompute each live session's policy, as resume would, and mark the ones it would refuse."""
     from .errors import TmuxjailError
-    from .sessions import recompute
+    from .sessions import _still_approved, recompute
 
     by_id = {r.id: r for r in records}
     for d in out:
@@ -119,7 +119,9 @@ def _check(ctx, records, out: list[dict]) -> None:
             continue
         row = by_id[d["id"]]
         try:
-            fp, _, reasons = recompute(ctx, row)
+            fp, pol, reasons = recompute(ctx, row)
+            if fp == row.fingerprint and pol.get("mode") == "verified":  # as resume checks it
+                _still_approved(ctx, row, pol, ctx.readonly_store())
         except TmuxjailError as exc:
             fp, reasons = "", list(exc.data.get("reasons", ["workspace"]))
         d["checked"] = True
@@ -152,27 +154,90 @@ def _status_text(d: dict) -> str:
     return s
 
 
-def table(rows_: list[dict], color: bool = False) -> str:
-    body = []
-    for d in rows_:
-        fp = d["fingerprint"]
-        body.append([d["name"], d["provider"], d["mode"] or "-", _status_text(d), d["agent"] or "-",
-                     d["kind"], d["tmux_pane"] or "-", (fp[:19] + "…") if fp else "-", d["workspace"]])
-    widths = [max(len(str(x)) for x in col) for col in zip(COLUMNS, *body)]
+DROP_ORDER = ("PANE", "FINGERPRINT", "AGENT", "KIND", "PROVIDER")  # least useful first, when narrow
+MIN_WORKSPACE = 12
+WANT_WORKSPACE = 32
+
+
+def _cells(d: dict, short_fp: bool, home: str) -> list[str]:
+    fp = d["fingerprint"]
+    fp_text = "-" if not fp else (fp[7:15] + "…") if short_fp else (fp[:19] + "…")
+    ws = d["workspace"] or "-"
+    if home and home != "/" and (ws == home or ws.startswith(home.rstrip("/") + "/")):
+        ws = "~" + ws[len(home.rstrip("/")):]
+    return [d["name"], d["provider"], d["mode"] or "-", _status_text(d), d["agent"] or "-",
+            d["kind"], d["tmux_pane"] or "-", fp_text, ws]
+
+
+def _shorten(path: str, width: int) -> str:
+    """The end of a path, which tells workspaces apart: `…/src/app`."""
+    return path if len(path) <= width else "…" + path[-(width - 1):]
+
+
+def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str], list[list[str]]]:
+    """Columns and cells that fit `width` (None: as wide as they are): first the fingerprint and
+    the home directory get shorter, then columns go in DROP_ORDER, then the workspace's start."""
+    cols = list(COLUMNS)
+    body = [_cells(d, False, "") for d in rows_]
+
+    def total() -> int:
+        return sum(max(len(x) for x in col) for col in zip(cols, *body)) + 2 * (len(cols) - 1)
+
+    if width is None or total() <= width:
+        return cols, body
+    body = [_cells(d, True, home) for d in rows_]
+    ws_full = max(len(r[-1]) for r in [cols, *body])
+    for name in DROP_ORDER:  # a column goes before the workspace gets shorter than WANT_WORKSPACE
+        if total() - ws_full + min(ws_full, WANT_WORKSPACE) <= width:
+            break
+        i = cols.index(name)
+        cols.pop(i)
+        for r in body:
+            r.pop(i)
+    # Still too wide: long names and reason lists end in `…` (JSON and --check keep them whole).
+    for name, floor in (("STATUS", 10), ("NAME", 12), ("MODE", 8)):
+        i = cols.index(name)
+        over = total() - max(len(r[-1]) for r in [cols, *body]) + MIN_WORKSPACE - width
+        w = max(len(r[i]) for r in [cols, *body])
+        if over > 0 and w > floor:
+            keep = max(floor, w - over)
+            for r in body:
+                r[i] = r[i] if len(r[i]) <= keep else r[i][:keep - 1] + "…"
+    room = max(MIN_WORKSPACE, width - (total() - max(len(r[-1]) for r in [cols, *body])))
+    for r in body:
+        r[-1] = _shorten(r[-1], room)
+    return cols, body
+
+
+def table(rows_: list[dict], color: bool = False, width: int | None = None, home: str = "") -> str:
+    cols, body = _layout(rows_, width, home)
+    widths = [max(len(str(x)) for x in col) for col in zip(cols, *body)]
+    coloured = {cols.index(c) for c in ("STATUS", "AGENT") if c in cols}
     lines = []
-    for i, row in enumerate([list(COLUMNS), *body]):
+    for i, row in enumerate([list(cols), *body]):
         cells = []
         for j, (v, w) in enumerate(zip(row, widths)):
             text = str(v).ljust(w) if j < len(row) - 1 else str(v)
             if color and i == 0:
                 text = f"\x1b[1m{text}\x1b[0m"
-            elif color and j in (3, 4):
+            elif color and j in coloured:
                 key = str(v).split("(")[0]
                 if key in COLORS:
                     text = f"\x1b[{COLORS[key]}m{str(v)}\x1b[0m" + " " * (w - len(str(v)) if j < len(row) - 1 else 0)
             cells.append(text)
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def width(stream, env) -> int | None:
+    """The width to fit: $COLUMNS when set, else the terminal's; None (no limit) into a pipe."""
+    import shutil
+
+    if env.get("COLUMNS", "").isdigit():
+        return max(40, int(env["COLUMNS"]))
+    if stream.isatty():
+        return max(40, shutil.get_terminal_size().columns)
+    return None
 
 
 def use_color(mode: str, stream) -> bool:
@@ -185,10 +250,10 @@ def use_color(mode: str, stream) -> bool:
     return stream.isatty() and os.environ.get("TERM", "") != "dumb"
 
 
-def render(rows_: list[dict], fmt: str, color: bool) -> str:
+def render(rows_: list[dict], fmt: str, color: bool, width: int | None = None, home: str = "") -> str:
     data = public(rows_)
     if fmt == "json":
         return json.dumps(data, indent=2, sort_keys=True)
     if fmt == "ndjson":
         return "\n".join(json.dumps(d, sort_keys=True) for d in data)
-    return table(rows_, color) if rows_ else "no sessions"
+    return table(rows_, color, width, home) if rows_ else "no sessions"

@@ -486,11 +486,12 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
 
 
-def _still_approved(ctx: Context, row, pol: dict) -> dict:
+def _still_approved(ctx: Context, row, pol: dict, store=None) -> dict:
+    """The approval a verified session runs under, else refuse (resume, shell, and list --check)."""
     from . import profiles
 
     try:
-        return _approval_for(ctx.store, profiles.load(row.provider), pol)
+        return _approval_for(store or ctx.store, profiles.load(row.provider), pol)
     except NotApproved as exc:
         raise _refuse(row, ["capabilities"], f"{row.name}: {exc.message}", exc.hint or "") from None
 

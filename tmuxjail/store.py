@@ -139,6 +139,11 @@ class Store:
             q += " WHERE status != 'stopped'"
         return [SessionRow(**dict(r)) for r in self.db.execute(q + " ORDER BY created_at, name")]
 
+    def delete_session(self, sid: str, updated_at: str) -> bool:
+        """Delete a session row only if nobody changed it since it was read (prune)."""
+        cur = self.db.execute("DELETE FROM sessions WHERE id=? AND updated_at=?", (sid, updated_at))
+        return cur.rowcount == 1
+
     def find(self, name: str) -> SessionRow | None:
         """The live session of that name (or id, as tmux key bindings pass it), else the most
         recent stopped one."""

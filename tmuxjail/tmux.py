@@ -201,8 +201,8 @@ class Tmux:
 
     def kill_session(self, name: str) -> None:
         # A client attached to it moves to another session instead of detaching (`x` key).
-        self.run("set-option", "-t", f"={name}", "detach-on-destroy", "off", ";",
-                 "kill-session", "-t", f"={name}", check=False)
+        self.run("set-option", "-t", f"={name}:", "detach-on-destroy", "off", check=False)
+        self.run("kill-session", "-t", f"={name}", check=False)
 
     def attach_argv(self, name: str) -> list[str]:
         """argv to bring the user to the session: switch-client when we are inside this server,

@@ -333,6 +333,7 @@ def _key_of(screen: str, pattern: str) -> str:
 
 def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
     env, term = ui
+    env.tmux("set-option", "-g", "display-time", "4000")  # messages stay long enough to be read back
     home_id = env.tmux("display-message", "-p", "-t", "=home:", "#{session_id}").strip()
     env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "j", "--detach")
     jail = env.tmux("display-message", "-p", "-t", "=j:", "#{pane_id}").strip()
@@ -405,8 +406,8 @@ def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
     term.send("C-b", "J", "x")
     wait(lambda: "stop jail j" in term.screen(), what="the stop prompt")
     term.send("y")
-    wait(lambda: env.tmux("has-session", "-t", "=j", check=False) == "" and False or
-         env.json("list", "--all")[0]["status"] == "stopped", what="the stop")
+    sessions = lambda: env.tmux("list-sessions", "-F", "#{session_name}").split("\n")  # noqa: E731
+    wait(lambda: "j" not in sessions() and env.json("list", "--all")[0]["status"] == "stopped", what="the stop")
     # x stops the jail, and the client stays attached (it moves to another session).
     assert env.tmux("list-clients", "-F", "#{client_name}").strip() == term.client
     time.sleep(1)  # `#()` jobs run in the background: give one time to land
@@ -422,3 +423,26 @@ def test_start_menu_when_the_first_provider_is_not_installed(ui):
                   what=f"the start menu: {term.screen()}")
     assert re.search(r"claude-code\s+isolated\s+not installed", screen)
     assert "(1)" in next(l for l in screen.splitlines() if re.search(r"codex\s+compatibility", l))
+
+
+def test_keys_work_when_tmux_path_lacks_tmuxjail(env):
+    """The usual case right after install.sh: the tmux server's PATH has no tmuxjail; the keys
+    fall back to ~/.local/bin/tmuxjail (an absolute path, resolved when the file is sourced)."""
+    if (why := __import__("conftest").have_jail()) is not None:
+        pytest.skip(why)
+    local = env.home / ".local" / "bin"
+    local.mkdir(parents=True)
+    (local / "tmuxjail").write_text(f"#!/bin/sh\nexec {sys.executable} -P -m tmuxjail \"$@\"\n")
+    (local / "tmuxjail").chmod(0o755)
+    bare = env.environ(PATH=f"{env.bin}:/usr/bin:/bin")
+    assert subprocess.run(["sh", "-c", "command -v tmuxjail"], env=bare, capture_output=True).returncode != 0
+    subprocess.run(["tmux", "-L", env.socket, "-f", str(CONF), "new-session", "-d", "-s", "home",
+                    "-c", str(env.ws), "-x", "150", "-y", "44"], env=bare, check=True)
+    term = Terminal(env)
+    try:
+        term.send("C-b", "J", "s")
+        wait(lambda: "tmuxjail: start in" in term.screen(), what=f"the start menu: {term.screen()}")
+        assert "returned 127" not in term.screen()
+        assert env.tmux("show", "-gv", "@tmuxjail-bin").strip() == str(local / "tmuxjail")
+    finally:
+        term.close()

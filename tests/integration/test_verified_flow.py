@@ -71,6 +71,9 @@ def test_revoked_approval_refuses_resume(jail_env):
     env.run("approve", "codex", "--yes", check=True)
     assert start(env).returncode == 0
     env.run("revoke", "codex", check=True)
+    # list --check runs the same approval check as resume: it shows the refusal before it happens.
+    row = env.json("list", "--check")[0]
+    assert (row["status"], row["reasons"], row["pane_status"]) == ("mismatch", ["capabilities"], "running")
     env.kill()
     proc = env.run("resume", "v", "--detach", "--json")
     assert proc.returncode == 3 and json.loads(proc.stdout)["reasons"] == ["capabilities"]

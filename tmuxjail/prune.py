@@ -1,0 +1,65 @@
+"""`tmuxjail prune`: forget sessions that are over (stopped, failed, gone), never a live one.
+
+What is live is decided as `list` decides it, on this tmux server: a session with a pane here
+(running or exited: it can be resumed in place) is kept, and so is a session recorded on another
+tmux server (it may be running there). A row is deleted only if it is still exactly what was
+checked (same status and update time), and each deletion leaves a `prune` event with what the
+row said. Private homes, workspaces and the event log are not touched."""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+
+from .errors import UsageError
+
+PRUNABLE = ("stopped", "failed", "gone")
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str | None) -> int:
+    """Seconds in `30d`, `12h`, `45m`, `90s`, `2w` (or a bare number of days)."""
+    if text is None:
+        return 0
+    m = re.fullmatch(r"(\d{1,6})([smhdw]?)", text.strip())
+    if not m:
+        raise UsageError(f"invalid duration {text!r}", hint="e.g. 30d, 12h, 45m, 2w")
+    return int(m.group(1)) * UNITS[m.group(2) or "d"]
+
+
+def _age(stamp: str | None, now: float) -> float:
+    try:
+        return now - calendar.timegm(time.strptime(stamp or "", "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return 0.0  # unknown age: never old enough
+
+
+def candidates(ctx, older_than: int) -> list[dict]:
+    from .listing import rows
+
+    now = time.time()
+    records = {r.id: r for r in ctx.readonly_store().sessions(include_stopped=True)}
+    out = []
+    for d in rows(ctx, include_stopped=True, activity=False):
+        row = records.get(d["id"])
+        if d["kind"] != "agent" or row is None or d["status"] not in PRUNABLE:
+            continue
+        if _age(row.updated_at, now) < older_than:
+            continue
+        out.append({"id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
+                    "status": d["status"], "workspace": row.workspace, "updated_at": row.updated_at})
+    return out
+
+
+def prune(ctx, older_than: int, dry_run: bool) -> list[dict]:
+    found = candidates(ctx, older_than)
+    if dry_run or not found:
+        return found
+    store = ctx.store
+    done = []
+    for c in found:
+        if store.delete_session(c["id"], c["updated_at"]):
+            store.event("prune", c["id"], **{k: c[k] for k in ("name", "provider", "mode", "status", "workspace")})
+            done.append(c)
+    return done
