@@ -210,6 +210,12 @@ def _attach(result: dict, json_out: bool) -> None:
             print(f"attach with: {' '.join(argv[:1] + argv[1:])}")
         return
     sys.stdout.flush()
+    if "switch-client" in argv:  # inside tmux: a session with no attached client has none to switch
+        import subprocess
+
+        if subprocess.run(argv, capture_output=True).returncode != 0:
+            print(f"no attached tmux client to switch; attach with: {' '.join(argv[:-3] + ['attach', *argv[-2:]])}")
+        return
     os.execv(argv[0], argv)
 
 

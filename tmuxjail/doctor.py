@@ -67,4 +67,11 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         required=False)
     add("store", True, str(store_path), required=False)
     add("tmux server", True, tmux.socket, required=False)
+    if tmux.binary and tmux.alive():
+        # Server-wide (no per-pane form in tmux 3.3): with `on`, an OSC 52 query from any pane,
+        # a jail's too, reads back the latest paste buffer, even one copied in an unjailed pane.
+        clip = tmux.run("show-options", "-s", "-v", "set-clipboard", check=False).stdout.strip()
+        add("tmux clipboard", clip != "on", f"set-clipboard {clip or 'unknown'} on {tmux.socket}"
+            + (": any pane, jails included, can read your paste buffer (OSC 52 query)" if clip == "on" else ""),
+            "tmux set -s set-clipboard external   (and the same in ~/.tmux.conf)", required=False)
     return out

@@ -446,3 +446,20 @@ def test_keys_work_when_tmux_path_lacks_tmuxjail(env):
         assert env.tmux("show", "-gv", "@tmuxjail-bin").strip() == str(local / "tmuxjail")
     finally:
         term.close()
+
+
+def test_start_inside_tmux_with_no_attached_client_exits_0(jail_env):
+    """From a pane's own terminal (stdin and stdout a tty) of a session no client is attached to:
+    the start succeeds, there is nobody to switch, and the exit status says success."""
+    env = jail_env
+    env.tmux("new-session", "-d", "-s", "box", "-x", "150", "-c", str(env.ws), "/bin/sh")
+    out = env.root / "rc"
+    for i, extra in enumerate(("", "--here")):
+        env.tmux("send-keys", "-t", "=box:0.0",
+                 f"{sys.executable} -P -m tmuxjail start shell --mode isolated --name n{i} {extra}; echo $? > {out}{i}",
+                 "Enter")
+        wait(lambda: Path(f"{out}{i}").exists() and Path(f"{out}{i}").read_text().strip(), what="the start")
+        assert Path(f"{out}{i}").read_text().strip() == "0", env.tmux("capture-pane", "-p", "-t", "=box:0.0")
+    screen = env.tmux("capture-pane", "-p", "-J", "-t", "=box:0.0")
+    assert "no attached tmux client to switch; attach with:" in screen and "attach -t =n0" in screen
+    assert sorted(r["name"] for r in env.json("list")) == ["n0", "n1"]
