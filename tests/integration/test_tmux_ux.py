@@ -390,6 +390,9 @@ def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
     env.tmux("switch-client", "-c", term.client, "-t", jail)
     term.send("C-b", "J", "p")
     wait(lambda: "tmuxjail policy" in term.screen() and "fingerprint" in term.screen(), what="the policy popup")
+    assert "workspace_write:" not in term.screen()  # the policy is longer than the popup...
+    term.send("G")
+    wait(lambda: "workspace_write:" in term.screen(), what="the end of the policy")  # ...and scrolls
     term.send("q")
     wait(lambda: "tmuxjail policy" not in term.screen(), what="the popup to close", timeout=5)
     term.send("C-b", "J", "l")
