@@ -130,13 +130,61 @@ def _reachable(sock: str) -> bool:
         return False
 
 
-def git_dirs(workspaces) -> tuple[str, ...]:
-    out = []
-    for ws in workspaces:
-        git = Path(ws, ".git")
-        if git.is_dir() and not git.is_symlink():
-            out.append(ws)
-    return tuple(out)
+# The walk for git metadata (README, "Git metadata"): bounded, never following a link.
+HEAVY_DIRS = frozenset({"node_modules", ".venv", "venv", "target", "__pycache__", ".tox", ".mypy_cache",
+                        ".pytest_cache", ".cache"})
+MAX_ENTRIES = 20000
+MAX_DEPTH = 8
+
+
+def _gitdir_of(dot_git: str) -> str | None:
+    """The `gitdir:` a `.git` file names (worktrees, submodules), or None."""
+    try:
+        fd = os.open(dot_git, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+    line = data.split("\n", 1)[0].strip()
+    if not line.startswith("gitdir:"):
+        return None
+    return line[len("gitdir:"):].strip() or None
+
+
+def git_guards(workspaces) -> tuple[tuple[str, ...], bool]:
+    """Every `.git` in the workspaces (a directory, a file or a symlink: each is listed, the
+    launcher refuses a symlink), and the gitdir a `.git` file points at when that lies inside a
+    workspace. A gitdir reached through a symlink is listed as written (so the launcher's walk,
+    which follows no link, refuses it) and as resolved. Returns (paths, capped): capped when the
+    walk stopped at MAX_ENTRIES."""
+    found: set[str] = set()
+    seen = 0
+    capped = False
+    todo = [(ws, 0) for ws in workspaces]
+    while todo:
+        d, depth = todo.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        seen += len(entries)
+        if seen > MAX_ENTRIES:
+            capped = True
+        for e in entries:
+            if e.name == ".git":
+                found.add(e.path)
+                if e.is_file(follow_symlinks=False) and (gitdir := _gitdir_of(e.path)):
+                    target = os.path.join(d, gitdir)
+                    for p in {os.path.normpath(target), os.path.realpath(target)}:
+                        if any(p == w or p.startswith(w.rstrip("/") + "/") for w in workspaces):
+                            found.add(p)
+            elif (not capped and depth < MAX_DEPTH and e.name not in HEAVY_DIRS
+                  and e.is_dir(follow_symlinks=False)):
+                todo.append((e.path, depth + 1))
+    return tuple(sorted(found)), capped
 
 
 def realpaths(paths) -> dict[str, str]:

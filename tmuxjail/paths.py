@@ -57,3 +57,35 @@ def get() -> Paths:
 def ensure_private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
+
+
+def make_dirs_beneath(root: str, path: str, mode: int = 0o700) -> None:
+    """mkdir -p of path below root inside a tree a jail can write (a private home, an approved
+    host path), one component at a time and never through a link: a `~/.pi -> ~/.ssh` the agent
+    left must not make tmuxjail create ~/.ssh/agent on the host. Refuses (exit 5) on a link or a
+    non-directory."""
+    from .errors import SandboxUnavailable
+
+    rel = [c for c in path[len(root.rstrip("/")):].split("/") if c]
+    if not (path == root or path.startswith(root.rstrip("/") + "/")) or any(c in (".", "..") for c in rel):
+        raise SandboxUnavailable(f"{path} is not a canonical path below {root}; refusing to create it")
+    flags = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+    where = root
+    fd = os.open(root, flags)
+    try:
+        for name in rel:
+            where = os.path.join(where, name)
+            try:
+                os.mkdir(name, mode, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                nxt = os.open(name, flags, dir_fd=fd)
+            except OSError:
+                raise SandboxUnavailable(
+                    f"{where} is a symbolic link or not a directory, in a tree the jail can write; "
+                    "refusing to follow it", hint=f"look at it, remove it (rm {where}), then try again") from None
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)

@@ -27,6 +27,9 @@ INJECTION_ENV = frozenset({
 })
 
 
+GIT_WRITE = "git-metadata-write"
+
+
 def never_passed(name: str) -> bool:
     """Names no jail ever receives, in any mode: they point back at tmux or at tmuxjail."""
     return name.startswith("TMUX")
@@ -66,7 +69,9 @@ class Facts:
     backend: str
     executable: object  # identity.Resolved
     allowed_modes: tuple[str, ...]
-    git_dirs: tuple[str, ...] = ()  # workspaces whose .git is a directory
+    # Every `.git` found at start in the workspaces (directory, file or symlink), and the gitdir a
+    # `.git` file names when it lies inside a workspace: host.git_guards().
+    git_paths: tuple[str, ...] = ()
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
 
 
@@ -129,8 +134,9 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
             f"{profile.provider}: unknown capability {unknown[0]!r}",
             hint="see: tmuxjail profiles show " + profile.provider,
         )
-    if req.capabilities and mode is not Mode.verified:
-        raise UsageError("--capability applies to verified mode only")
+    if req.capabilities and mode is not Mode.verified and not (
+            mode is Mode.isolated and set(req.capabilities) == {GIT_WRITE}):
+        raise UsageError(f"--capability applies to verified mode only ({GIT_WRITE} also in isolated mode)")
     caps = tuple(dict.fromkeys((*profile.baseline, *req.capabilities)))
     resolved = facts.executable
 
@@ -139,11 +145,11 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
     if mode is Mode.verified:
         host_read, host_write = _host_paths(caps, profile, facts)
 
+    # Strict modes: every .git present at start is bound read-only onto itself (README, "Git
+    # metadata"); git-metadata-write lifts that.
     protected: list[str] = []
-    if mode.strict and "git-metadata-write" not in caps:
-        for ws in req.workspaces:
-            if ws in facts.git_dirs:
-                protected += [f"{ws}/.git/hooks", f"{ws}/.git/config"]
+    if mode.strict and GIT_WRITE not in caps:
+        protected += sorted({p for p in facts.git_paths if any(_inside(p, ws) for ws in req.workspaces)})
     if not mode.strict:
         protected.append(facts.config_dir)
 

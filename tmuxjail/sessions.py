@@ -137,7 +137,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),
         private_home=str(p.private_home(provider, env_name)),
         backend="none" if unguarded else backend.name, executable=resolved,
-        allowed_modes=cfg.allowed_modes, git_dirs=host.git_dirs(workspaces) if mode.strict else (),
+        allowed_modes=cfg.allowed_modes, git_paths=_git_paths(workspaces) if mode.strict else (),
         realpaths=host.realpaths(declared),
     )
     if restriction is not None:
@@ -159,6 +159,24 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     if mode is Mode.verified and gate:
         approval = _approval_for(store, profile, data)
     return req, data, policy.fingerprint(data), adapter, resolved, backend, unguarded, approval
+
+
+def _git_paths(workspaces) -> tuple[str, ...]:
+    from . import host
+
+    found, capped = host.git_guards(workspaces)
+    if capped:
+        log.warning("git_walk_capped", entries=host.MAX_ENTRIES,
+                    note="repositories nested past the cap are not guarded")
+    return found
+
+
+def _warn_git_write(pol: dict) -> None:
+    from .policy import GIT_WRITE
+
+    if pol["mode"] != "compatibility" and GIT_WRITE in pol["capabilities"]:
+        sys.stderr.write(f"tmuxjail: warning: {GIT_WRITE}: the agent may change .git in the workspaces; "
+                         "hooks and config it writes there will run on the host at your next git command\n")
 
 
 def _approval_for(store, profile, pol: dict) -> dict:
@@ -242,23 +260,20 @@ def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:
     # jail cannot create (and so own) them instead.
     for d in ctx.paths.own_dirs():
         paths_mod.ensure_private_dir(d)
-    for path in pol["protected"]:
-        if path.endswith("/.git/hooks"):
-            # A missing hooks dir would let the agent create one and plant a hook: make it exist,
-            # so it is bound read-only like the rest (git itself creates it on init).
-            Path(path).mkdir(exist_ok=True)
     if pol["mode"] == "verified":
         # The CLI's state dir under an approved rw path must exist before the launch: a missing
         # path is not bound, and the CLI would write into the throwaway tmpfs home (CODEX_HOME
         # must also exist before Codex starts).
+        # Never through a link: the agent writes in there (make_dirs_beneath).
         for rel in adapter.home_dirs:
             p = os.path.join(pol["home"], rel)
-            if any(p == w or p.startswith(w.rstrip("/") + "/") for w in pol["host_write"]):
-                Path(p).mkdir(parents=True, exist_ok=True, mode=0o700)
+            roots = [w for w in pol["host_write"] if p == w or p.startswith(w.rstrip("/") + "/")]
+            if roots:
+                paths_mod.make_dirs_beneath(os.path.dirname(min(roots, key=len)), p)
     if pol["private_home"]:
         home = paths_mod.ensure_private_dir(Path(pol["private_home"]))
         for rel in adapter.home_dirs:
-            (home / rel).mkdir(parents=True, exist_ok=True, mode=0o700)
+            paths_mod.make_dirs_beneath(str(home), os.path.join(home, rel))
 
 
 def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | None:
@@ -340,6 +355,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         return out
 
     ctx.tmux.require()
+    _warn_git_write(pol)
     store = ctx.store
     name = opts.name or _auto_name(opts.provider, workspaces[0], store.names())
     if place is None and ctx.tmux.has_session(name):

@@ -17,8 +17,8 @@ pytestmark = [pytest.mark.integration,
 
 
 def test_sandbox_setup_failure_exits_5_and_leaves_a_dead_pane(jail_env):
-    """A real bwrap failure: the workspace exists for the caller but not for the tmux server,
-    so bwrap cannot bind it inside the pane."""
+    """A real setup failure: the workspace exists for the caller but not for the tmux server, so
+    the launcher in the pane cannot open it to bind it (before bwrap would say the same)."""
     env = jail_env
     env.tmux("new-session", "-d", "-s", "other", "sleep 600")  # the server lives in the host namespace
     hidden = env.root / "only-in-caller-ns"
@@ -29,11 +29,12 @@ def test_sandbox_setup_failure_exits_5_and_leaves_a_dead_pane(jail_env):
     proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd], env=env.environ(),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 5, proc.stderr
-    assert "bwrap" in proc.stderr and "Traceback" not in proc.stderr
+    gone = "is gone since the policy was computed"
+    assert gone in proc.stderr and "Traceback" not in proc.stderr
     status, failure = sqlite3.connect(env.store).execute("SELECT status, failure FROM sessions").fetchone()
-    assert status == "failed" and "bwrap: Can't find source path" in failure
+    assert status == "failed" and gone in failure
     assert env.tmux("list-panes", "-t", "=f:", "-F", "#{pane_dead}").strip() == "1"  # dead, not a shell
-    assert "bwrap: Can't find source path" in env.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "=f:")
+    assert gone in env.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "=f:")
     assert [r["status"] for r in env.json("list")] == ["failed"]
 
 

@@ -129,12 +129,30 @@ def test_verified_binds_baseline_paths_and_refuses_symlink_escape():
         resolve("verified", realpaths={f"{HOME}/.codex": HOME})
 
 
-def test_git_metadata_protected_in_strict_modes():
+def test_git_metadata_guarded_in_strict_modes():
     ws = f"{HOME}/src/app"
-    pol = resolve(git_dirs=(ws,))
-    assert f"{ws}/.git/hooks" in pol["protected"] and f"{ws}/.git/config" in pol["protected"]
-    pol = resolve("verified", git_dirs=(ws,), caps=("git-metadata-write",))
-    assert f"{ws}/.git/hooks" not in pol["protected"]
+    found = (f"{ws}/.git", f"{ws}/vendor/lib/.git", f"{ws}/.git/modules/lib", "/elsewhere/.git")
+    for mode in ("isolated", "verified"):
+        pol = resolve(mode, git_paths=found)
+        assert pol["protected"] == [f"{ws}/.git", f"{ws}/.git/modules/lib", f"{ws}/vendor/lib/.git"]
+    for mode in ("isolated", "verified"):  # the one capability isolated mode takes
+        assert resolve(mode, git_paths=found, caps=("git-metadata-write",))["protected"] == []
+    assert f"{ws}/.git" not in resolve("compatibility", git_paths=found)["protected"]
+    assert resolve(git_paths=found) != resolve(git_paths=found[:1])  # the set is fingerprinted
+
+
+def test_bwrap_binds_git_guards_onto_themselves_and_pins_the_dirs_above():
+    ws = f"{HOME}/src/app"
+    pol = resolve(git_paths=(f"{ws}/.git", f"{ws}/.git/worktrees/w", f"{ws}/a/b/.git", f"{ws}/wt/.git"))
+    argv = Bwrap().wrap(pol, ["codex"], LAYOUT)
+    pairs = [(argv[i], argv[i + 1]) for i in range(len(argv) - 1) if argv[i + 1].startswith(ws)]
+    assert pairs.index(("--bind", ws)) < pairs.index(("--bind", f"{ws}/a")) < pairs.index(("--bind", f"{ws}/a/b"))
+    for g in (f"{ws}/.git", f"{ws}/.git/worktrees/w", f"{ws}/a/b/.git", f"{ws}/wt/.git"):
+        assert ("--ro-bind", g) in pairs and ("--ro-bind-try", g) not in pairs
+        assert pairs.index(("--ro-bind", g)) > pairs.index(("--bind", f"{ws}/a/b"))
+    # Nothing inside a guard is bound writable again (.git/worktrees stays read-only).
+    assert ("--bind", f"{ws}/.git/worktrees") not in pairs and ("--bind", f"{ws}/.git") not in pairs
+    assert ("--bind", f"{ws}/wt") in pairs
 
 
 def test_capabilities_only_in_verified_and_known():

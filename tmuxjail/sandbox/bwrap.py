@@ -95,15 +95,36 @@ class Bwrap:
         binds += [("--bind-try", p) for p in policy["host_write"]]
         binds += [("--ro-bind", p) for p in policy["workspace_read"]]
         binds += [("--bind", p) for p in policy["workspace_write"]]
+        binds += self._above_guards(policy)
         for flag, path in sorted(binds, key=lambda b: _depth(b[1])):
             out += [flag, path, path]
-        for path in policy["protected"]:
-            out += ["--ro-bind-try", path, path]
+        # Each guarded .git path (README, "Git metadata") read-only onto itself. Not -try: each
+        # existed at start; the launcher opens it without following links and refuses one that
+        # is gone or is a link.
+        for path in sorted(policy["protected"], key=_depth):
+            out += ["--ro-bind", path, path]
         for path in host.etc_secrets:
             out += ["--ro-bind", "/dev/null", path]
         visible = (*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
                    *policy["host_read"], *policy["install_roots"])
         return out + self._tmux_masks(host, within=visible)
+
+    @staticmethod
+    def _above_guards(policy: dict) -> list[tuple[str, str]]:
+        """Every directory between a workspace and a guarded path in it, bound onto itself as it
+        is: a mount point cannot be renamed (EBUSY), so from inside neither a guard nor a directory
+        above it can be moved away and replaced with the agent's own."""
+        guards = policy["protected"]
+        above: dict[str, str] = {}
+        for flag, roots in (("--ro-bind", policy["workspace_read"]), ("--bind", policy["workspace_write"])):
+            for ws in roots:
+                for g in guards:
+                    a = os.path.dirname(g)
+                    while a != ws and _under(a, (ws,)):
+                        if not _under(a, guards):
+                            above[a] = flag
+                        a = os.path.dirname(a)
+        return [(flag, a) for a, flag in above.items()]
 
     @staticmethod
     def _tmux_masks(host: HostLayout, within=None) -> list[str]:
