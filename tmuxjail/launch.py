@@ -108,8 +108,8 @@ def main(argv: list[str]) -> None:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
-    exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env,
-                 (*keep, *bind_fds))
+    keep = (*keep, *bind_fds)
+    exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
 
 
 # -- binds from fds ------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ def _split_of(env, jail: Jail, n: int) -> Jail:
 def _git_world(env):
     """A workspace holding each shape of git metadata: a repository with a submodule (a `.git`
     file pointing into .git/modules), a linked worktree (a `.git` file with an absolute gitdir
-    into .git/worktrees), and a nested repository two directories down."""
+    into .git/worktrees), a `.git` file whose gitdir has another name, and a nested repository two
+    directories down."""
     ws = env.ws
     _repo(env, env.outside / "subsrc")
     _repo(env, ws)
@@ -65,14 +66,17 @@ def _git_world(env):
     host_git(env, ws, "commit", "-qm", "sub", check=True)
     host_git(env, ws, "worktree", "add", "-q", str(ws / "wt"), check=True)
     _repo(env, ws / "deep" / "er" / "nested")
-    assert (ws / "sub/.git").is_file() and (ws / "wt/.git").is_file()
+    # A .git file whose gitdir is no `.git` at all (git init --separate-git-dir).
+    (ws / "sep").mkdir()
+    host_git(env, ws / "sep", "init", "-q", "--separate-git-dir", str(ws / "sep-meta"), check=True)
+    assert (ws / "sub/.git").is_file() and (ws / "wt/.git").is_file() and (ws / "sep/.git").is_file()
 
 
 def _host_runs_nothing(env, ran: Path) -> None:
     ws = env.ws
     # (A repository the agent made itself, like fresh/, is its own: the host's git in the
     # workspace must simply not reach into it.)
-    for cwd in (ws, ws / "sub", ws / "wt", ws / "deep/er/nested"):
+    for cwd in (ws, ws / "sub", ws / "wt", ws / "sep", ws / "deep/er/nested"):
         host_git(env, cwd, "status")
         host_git(env, cwd, "commit", "-q", "--allow-empty", "-m", "host")
     assert not list(ran.parent.glob(ran.name + "*")), sorted(p.name for p in ran.parent.glob(ran.name + "*"))
@@ -104,6 +108,7 @@ def test_git_bypasses_run_nothing_on_the_host(world, mode):
         run WT_GITFILE 'echo "gitdir: {jail.ws}/evil" > wt/.git'
         run SUB_CONFIG 'git -C sub config core.fsmonitor "touch {ran}.sub"'
         run WT_CONFIG 'git -C wt config core.fsmonitor "touch {ran}.wt"'
+        run SEP_CONFIG 'git -C sep config core.fsmonitor "touch {ran}.sep"'
         run HOOK 'cp evil/hooks/pre-commit .git/hooks/pre-commit'
         run SUB_HOOK 'cp evil/hooks/pre-commit .git/modules/sub/hooks/pre-commit'
         # 3. move .git (or a directory above a nested one) away, and make a fresh one
