@@ -218,6 +218,40 @@ def test_io_uring_refused(world, mode):
     env.unchanged()
 
 
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the i386 and x32 system call ABIs are x86_64's")
+@pytest.mark.parametrize("mode", ALL)
+def test_foreign_syscall_abis_are_refused(world, mode):
+    """The filter keys on the ioctl number of the native ABI; the same request through the i386
+    ABI (int 0x80, ioctl is 54 there) or an x32 number must be refused too, not let through
+    unfiltered. Aimed at /dev/null, so a filter that let it through would inject nothing: the
+    kernel's answer (ENOTTY, or ENOSYS without x32) tells the two apart from the filter's EPERM."""
+    env = world
+    jail = Jail(env, mode)
+    out = jail.sh("""
+        python3 - <<'PY'
+        import ctypes, os, struct
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        fd = os.open("/dev/null", os.O_RDWR)
+        page = libc.mmap(None, 4096, 7, 0x22 | 0x40, -1, 0)  # rwx, private anonymous, below 4 GiB
+        buf = page + 2048
+        ctypes.memmove(buf, b"x", 1)
+        # mov eax, 54 (i386 ioctl); mov ebx, fd; mov ecx, TIOCSTI; mov edx, buf; int 0x80; ret
+        code = (b"\\xb8" + struct.pack("<I", 54) + b"\\xbb" + struct.pack("<I", fd) + b"\\xb9"
+                + struct.pack("<I", 0x5412) + b"\\xba" + struct.pack("<I", buf) + b"\\xcd\\x80\\xc3")
+        ctypes.memmove(page, code, len(code))
+        r = ctypes.CFUNCTYPE(ctypes.c_int)(page)()
+        print("i386-refused" if r == -1 else f"I386_{-r}")
+        r = libc.syscall(0x40000000 | 16, fd, 0x5412, ctypes.c_char_p(b"x"))
+        e = ctypes.get_errno()
+        print("x32-refused" if r == -1 and e == 1 else f"X32_{r}_{e}")
+        PY
+        echo end
+    """)
+    assert out.split() == ["i386-refused", "x32-refused", "end"], out
+
+
 # -- terminal --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ALL)
