@@ -41,13 +41,16 @@ def test_replaying_a_jails_start_command_runs_nothing(jail_env):
 
 
 def _dead_screen(env, pane: str, needle: str, timeout: float = 15) -> str:
-    """The pane's screen once it is dead and shows needle. tmux may see the process exit before
-    it has read the last output from the terminal, so the two are waited for together."""
+    """The pane's screen once it is dead, its exit status known, and needle shown. tmux marks a
+    pane dead when its terminal closes, which may be before it has reaped the process (status
+    still empty) or read the last output: the three are waited for together (this race made the
+    replay test flaky)."""
     deadline = time.monotonic() + timeout
     while True:
-        dead = env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip() == "1"
+        dead, status, signal = (env.tmux("display-message", "-p", "-t", pane,
+                                         "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").strip() + "::").split(":")[:3]
         screen = env.tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", pane)
-        if (dead and needle in screen) or time.monotonic() > deadline:
+        if (dead == "1" and (status or signal) and needle in screen) or time.monotonic() > deadline:
             return screen
         time.sleep(0.05)
 

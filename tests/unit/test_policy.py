@@ -69,8 +69,8 @@ def test_strict_env_is_an_allowlist_without_injection_or_tmux():
     assert not pol["env_inherit"]
     names = set(pol["env_names"])
     assert "OPENAI_API_KEY" in names and "TERM" in names
-    assert not names & policy.INJECTION_ENV
-    assert not {n for n in names if n.startswith("TMUX")}
+    # (No shipped profile declares an injection or TMUX* name, so the filter is pinned by
+    # test_declared_injection_and_tmux_names_never_pass, with a profile that does.)
     env = dict(pol["env_set"])
     assert env["CODEX_HOME"] == f"{HOME}/.codex" and env["HOME"] == HOME
     assert ":" + HOME not in env["PATH"]
