@@ -148,10 +148,20 @@ class Scratch:
         base = sysconfig.get_paths()["purelib"]
         (self.site / "zz-tmuxjail-mutate-base.pth").write_text(base + "\n")
         self.mapping = package_map(src)
+        self._console_scripts(src)
         for d, target in sorted(self.mapping.items(), key=lambda kv: kv[1].count("/")):
             shutil.copytree(src / d, self.site / target, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         self.pristine: dict[Path, str] = {}
+
+    def _console_scripts(self, src: Path) -> None:
+        """bin/tmuxjail & co., as pip writes them: tmux key bindings run the console script."""
+        scripts = tomllib.loads((src / "pyproject.toml").read_text()).get("project", {}).get("scripts", {})
+        for name, target in scripts.items():
+            mod, _, func = target.partition(":")
+            path = Path(self.python).parent / name
+            path.write_text(f"#!{self.python}\nimport sys\nfrom {mod} import {func}\nsys.exit({func}())\n")
+            path.chmod(0o755)
 
     def apply(self, g: dict) -> None:
         for e in g["edits"]:

@@ -320,6 +320,39 @@ def test_menu_print_follows_profiles_and_allowed_modes(env):
 
 # -- hostile names: nothing a pane or a jail writes reaches a tmux command --------------------
 
+def test_menu_refuses_what_tmux_would_expand(jail_env, tmp_path):
+    """Behind the ids-only menus, three more guards, each pinned here: a pane argument that is not
+    a pane id is refused; a session name tmux would expand (a store row written by anything but
+    tmuxjail) never reaches a menu label as a format; and a server path tmux would expand is
+    refused rather than put into a run-shell command."""
+    env = jail_env
+    for bad in ("x;y", "#(touch pwned)", "%1 ; kill-server"):
+        proc = env.run("menu", "start", "-t", bad, "--print")
+        assert proc.returncode == 2 and "invalid tmux pane id" in proc.stderr, (bad, proc.stderr)
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "r", "--detach")
+    pane = env.tmux("display-message", "-p", "-t", "=r:", "#{pane_id}").strip()
+    db = sqlite3.connect(env.store)
+    db.execute("UPDATE sessions SET name = '#(touch pwned-label)'")
+    db.commit()
+    out = env.run("menu", "resume", "-t", pane, "--print", check=True).stdout
+    assert "pwned-label" in out and "#(touch" not in out, out
+    odd = tmp_path / "#(touch pwned-socket)"
+    odd.mkdir()
+    sock = odd / "s"
+    subprocess.run(["tmux", "-S", str(sock), "-f", "/dev/null", "new-session", "-d", "sleep 60"], check=True,
+                   env=env.environ())
+    try:
+        other = subprocess.run(["tmux", "-S", str(sock), "display-message", "-p", "#{pane_id}"], env=env.environ(),
+                               capture_output=True, text=True).stdout.strip()
+        proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "-S", str(sock), "menu", "start", "-t", other,
+                               "--print"], env=env.environ(PWD=str(env.ws)), cwd=env.ws, capture_output=True, text=True)
+        assert proc.returncode == 1 and "refusing to put this" in proc.stderr, (proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    finally:
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+        sock.unlink(missing_ok=True)
+
+
 def _hostile(tag: str) -> str:
     """A name tmux would act on if it ever expanded it: `#(...)` runs a command in the tmux
     server (cwd: its HOME), `#{...}` is a format, `;` ends a tmux command, quotes end words."""
