@@ -165,6 +165,8 @@ def git_guards(workspaces) -> tuple[tuple[str, ...], bool]:
     todo = [(ws, 0) for ws in workspaces]
     while todo:
         d, depth = todo.pop()
+        if capped and depth:
+            continue  # past the cap: only the workspaces' own top level
         try:
             with os.scandir(d) as it:
                 entries = list(it)

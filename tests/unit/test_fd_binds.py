@@ -1,0 +1,130 @@
+"""The launcher's contract with the argv builder: every bind whose source lies in a tree a jail can
+write becomes --bind-fd/--ro-bind-fd of an fd opened without following a link; -try keeps its
+meaning; a link refuses (exit 5). And the no-follow mkdir used to prepare state dirs."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from tmuxjail import launch
+from tmuxjail.errors import SandboxUnavailable
+from tmuxjail.paths import make_dirs_beneath
+
+
+def _policy(ws, **kw):
+    base = dict(workspace_write=[str(ws)], workspace_read=[], host_write=[], host_read=[], private_home=None)
+    base.update(kw)
+    return base
+
+
+def _close(fds):
+    for fd in fds:
+        os.close(fd)
+
+
+def test_binds_under_a_writable_root_become_fds_of_the_same_objects(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "a" / ".git").mkdir(parents=True)
+    args = ["--ro-bind", "/usr", "/usr", "--bind", str(ws), str(ws), "--bind", f"{ws}/a", f"{ws}/a",
+            "--ro-bind", f"{ws}/a/.git", f"{ws}/a/.git", "--ro-bind-try", f"{ws}/missing", f"{ws}/missing",
+            "--tmpfs", f"{ws}/x", "--chdir", str(ws), "--", "sh", "--bind", str(ws)]
+    out, fds = launch.fd_binds(args, _policy(ws))
+    try:
+        assert out[:3] == ["--ro-bind", "/usr", "/usr"]  # outside every root: left as it is
+        assert out[-8:] == ["--tmpfs", f"{ws}/x", "--chdir", str(ws), "--", "sh", "--bind", str(ws)]
+        kinds = [(out[i], out[i + 2]) for i in range(3, 3 + 3 * 3, 3)]
+        assert kinds == [("--bind-fd", str(ws)), ("--bind-fd", f"{ws}/a"), ("--ro-bind-fd", f"{ws}/a/.git")]
+        assert f"{ws}/missing" not in out  # -try, missing: no bind
+        for fd, path in zip(fds, (ws, ws / "a", ws / "a" / ".git")):
+            assert os.fstat(fd).st_ino == os.stat(path).st_ino
+    finally:
+        _close(fds)
+
+
+@pytest.mark.parametrize("where", ["leaf", "middle"])
+@pytest.mark.parametrize("flag", ["--ro-bind", "--ro-bind-try", "--bind-try"])
+def test_a_link_below_the_root_refuses(tmp_path, capsys, where, flag):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "lnk").symlink_to("/tmp")
+    src = f"{ws}/lnk" if where == "leaf" else f"{ws}/lnk/x"
+    with pytest.raises(SystemExit) as exc:
+        launch.fd_binds([flag, src, src, "--", "sh"], _policy(ws))
+    assert exc.value.code == 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{ws}/lnk is a symbolic link" in err[0]
+
+
+def test_missing_source_refuses_without_try_and_unknown_options_refuse(tmp_path, capsys):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with pytest.raises(SystemExit) as exc:
+        launch.fd_binds(["--ro-bind", f"{ws}/gone", f"{ws}/gone", "--", "sh"], _policy(ws))
+    assert exc.value.code == 5 and "is gone" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        launch.fd_binds(["--new-option", str(ws), "--", "sh"], _policy(ws))
+    assert exc.value.code == 3
+
+
+def test_the_outermost_root_is_where_the_walk_starts(tmp_path, capsys):
+    """A root inside another root (an approved path under a workspace) gives no way around the
+    walk: a link above the inner root is still below the outer one."""
+    ws = tmp_path / "ws"
+    (ws / "real").mkdir(parents=True)
+    (ws / "lnk").symlink_to(ws / "real")
+    inner = f"{ws}/lnk"
+    with pytest.raises(SystemExit):
+        launch.fd_binds(["--bind", inner, inner, "--", "sh"], _policy(ws, host_write=[inner]))
+    assert "symbolic link" in capsys.readouterr().err
+
+
+def test_private_home_bind_is_an_fd_too(tmp_path):
+    home = tmp_path / "homes" / "pi"
+    home.mkdir(parents=True)
+    out, fds = launch.fd_binds(["--bind", str(home), "/home/u", "--", "sh"], _policy(tmp_path / "ws", private_home=str(home)))
+    try:
+        assert out[:3] == ["--bind-fd", str(fds[0]), "/home/u"]
+        assert stat.S_ISDIR(os.fstat(fds[0]).st_mode)
+    finally:
+        _close(fds)
+
+
+def test_make_dirs_beneath_never_follows_a_link(tmp_path):
+    home, ssh = tmp_path / "private", tmp_path / "ssh"
+    home.mkdir()
+    ssh.mkdir()
+    make_dirs_beneath(str(home), f"{home}/.pi/agent")
+    assert (home / ".pi" / "agent").is_dir()
+    (home / ".claude").symlink_to(ssh)
+    (home / ".dangling").symlink_to(tmp_path / "nowhere")
+    (home / ".file").write_text("x")
+    for rel in (".claude/tmp", ".dangling", ".dangling/x", ".file/x"):
+        with pytest.raises(SandboxUnavailable, match="symbolic link or not a directory"):
+            make_dirs_beneath(str(home), f"{home}/{rel}")
+    assert list(ssh.iterdir()) == [] and not (tmp_path / "nowhere").exists()
+
+
+def test_git_walk_finds_every_shape_follows_no_link_and_stops_at_the_cap(tmp_path, monkeypatch):
+    from tmuxjail import host
+
+    ws = tmp_path / "ws"
+    for d in (".git", "a/b/.git", "node_modules/x/.git", "sep-meta"):
+        (ws / d).mkdir(parents=True)
+    (ws / "sub").mkdir()
+    (ws / "sub" / ".git").write_text("gitdir: ../sep-meta\n")
+    (ws / "out").mkdir()
+    (ws / "out" / ".git").write_text(f"gitdir: {tmp_path}/elsewhere\n")
+    (ws / "lnk").mkdir()
+    (ws / "lnk" / ".git").symlink_to("/tmp")
+    (ws / "dirlink").symlink_to(tmp_path / "other")
+    (tmp_path / "other" / ".git").mkdir(parents=True)
+    found, capped = host.git_guards([str(ws)])
+    assert not capped
+    assert found == tuple(sorted(f"{ws}/{p}" for p in (".git", "a/b/.git", "sub/.git", "sep-meta", "out/.git",
+                                                          "lnk/.git")))
+    monkeypatch.setattr(host, "MAX_ENTRIES", 3)
+    found, capped = host.git_guards([str(ws)])
+    assert capped and f"{ws}/.git" in found  # the top level is always looked at
