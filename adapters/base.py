@@ -37,6 +37,13 @@ class Adapter:
     def resume_argv(self, exe: list[str], native_id: str | None, extra: list[str]) -> list[str]:
         return [*exe, *extra]
 
+    def backend_resume_argv(self, backend: str, exe: list[str], native_id: str | None,
+                            extra: list[str]) -> list[str]:
+        """resume_argv, plus under Seatbelt the flags that turn the CLI's own sandbox off (a
+        resumed CLI would otherwise nest sandbox-exec, which fails)."""
+        argv = self.resume_argv(exe, native_id, extra)
+        return [*argv, *self.seatbelt_args] if backend == "seatbelt" else argv
+
     def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
         """Non-secret variables the adapter sets (values are fingerprinted). In isolated mode the
         CLI's state is pointed into the private home, which is mounted at HOME."""

@@ -189,6 +189,35 @@ def git_guards(workspaces) -> tuple[tuple[str, ...], bool]:
     return tuple(sorted(found)), capped
 
 
+def mac_layout(policy: dict, tmux_socket: str | None, env: dict, tty: str | None = None,
+               session_tmp: str | None = None) -> HostLayout:
+    """layout() for the Seatbelt backend: Seatbelt matches resolved paths, so every path the
+    profile will name is canonicalised here (HOME and all derived from it, the -S socket,
+    $TMUX_TMPDIR, the pane's tty), and the tmux socket dirs are listed whether or not they exist
+    (a path rule needs no target, and a jail must not create one)."""
+    uid = os.getuid()
+    cands = {*socket_dir_candidates(env, uid), f"/private/tmp/tmux-{uid}"}
+    files: set[str] = set()
+    for sock in filter(None, [tmux_socket, env.get("TMUX", "").split(",")[0]]):
+        parent = os.path.dirname(sock)
+        (cands.add(parent) if os.path.basename(parent).startswith("tmux-") else files.add(sock))
+    real = os.path.realpath
+    names = [policy["home"], policy.get("private_home")]
+    for key in ("install_roots", "workspace_read", "workspace_write", "host_read", "host_write",
+                "protected", "hidden"):
+        names += policy.get(key, ())
+    if session_tmp:
+        names.append(session_tmp)
+    return HostLayout(
+        tmux_dirs=tuple(sorted({real(d) for d in cands if os.path.isdir(d)})),
+        tmux_files=tuple(sorted({real(f) for f in files})),  # a path rule needs no target
+        tmux_dir_candidates=tuple(sorted({real(d) for d in cands} | cands)),
+        tty=real(tty) if tty else None,
+        session_tmp=session_tmp,
+        realpaths={p: real(p) for p in names if p},
+    )
+
+
 def realpaths(paths) -> dict[str, str]:
     return {p: os.path.realpath(p) for p in paths}
 

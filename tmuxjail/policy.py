@@ -94,6 +94,12 @@ def _check_workspace(ws: str, facts: Facts, strict: bool) -> None:
             raise UsageError(f"workspace {ws} overlaps tmuxjail's own directory {own}")
 
 
+def _config_shares_a_dir(facts: Facts) -> bool:
+    cfg = facts.config_dir
+    others = [d for d in facts.own_dirs if d != cfg]
+    return facts.own_dirs.count(cfg) > 1 or any(_inside(d, cfg) or _inside(cfg, d) for d in others)
+
+
 def _expand(path: str, home: str) -> str:
     return home + path[1:] if path.startswith("~/") else path
 
@@ -150,7 +156,8 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
     protected: list[str] = []
     if mode.strict and GIT_WRITE not in caps:
         protected += sorted({p for p in facts.git_paths if any(_inside(p, ws) for ws in req.workspaces)})
-    if not mode.strict:
+    shared = _config_shares_a_dir(facts)
+    if not mode.strict and not shared:
         protected.append(facts.config_dir)
 
     env_set: dict[str, str] = {}
@@ -165,7 +172,9 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
         }
     env_set.update(adapter.env(facts.home, mode.value, facts.uid))
 
-    hidden = tuple(sorted(d for d in facts.own_dirs if d != facts.config_dir or mode.strict))
+    # Compatibility leaves the config readable only when it has a directory of its own: on macOS
+    # platformdirs puts config, state and data in one directory, which stays hidden whole.
+    hidden = tuple(sorted({d for d in facts.own_dirs if d != facts.config_dir or mode.strict or shared}))
     return Policy(
         mode=mode,
         provider=profile.provider,

@@ -346,7 +346,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
 
             # Audit what macOS would run: the same policy, with the backend it would record.
             mac = dict(pol, backend=seatbelt.Seatbelt.name)
-            layout = host.layout(ctx.tmux.socket, ctx.env)
+            tty = os.ttyname(0) if os.isatty(0) else None  # a real start: the pane's, from the launcher
+            layout = host.mac_layout(mac, ctx.tmux.socket, ctx.env, tty=tty)
             text, params = seatbelt.profile(mac, layout)
             mac_cli = adapter.start_argv(resolved.argv, native_id, [*adapter.seatbelt_args, *opts.args])
             out.update(policy=mac, fingerprint=policy_fingerprint(mac),
@@ -484,7 +485,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     adapter = get_adapter(row.provider)
     r = row.request_data
     resolved_argv = _cli_argv_from_policy(pol)
-    cli_argv = adapter.resume_argv(resolved_argv, row.native_id, list(r.get("args", ())))
+    cli_argv = adapter.backend_resume_argv(pol["backend"], resolved_argv, row.native_id, list(r.get("args", ())))
     unguarded = pol["backend"] == "none"
     sandbox_argv = _sandbox_argv(ctx, pol, bwrap.find(), cli_argv, unguarded)
     _prepare_dirs(ctx, pol, adapter)

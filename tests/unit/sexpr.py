@@ -2,10 +2,13 @@
 
 The reader accepts the subset of SBPL syntax we emit (lists, symbols, numbers, "strings" with
 backslash escapes, #"regex" literals, #t/#f, ; comments) and rejects anything unbalanced or
-unterminated. The evaluator answers "would this operation on this path be allowed?" with the
-semantics our profiles are written for: an explicit deny beats the default, an explicit allow beats
-the default, and a path matched by both an explicit allow and an explicit deny is reported as a
-conflict (our profiles must never rely on SBPL precedence, which is not settled).
+unterminated. The evaluator answers "would this operation be allowed?" with Seatbelt's own
+semantics:
+- the last matching rule wins (Apple's profiles, Chromium's, srt's and Codex's rely on it);
+- `(default)` is the fallback, wherever it is written;
+- `(deny default)` does not cover the STRAGGLERS: with no rule of their own they are allowed.
+`decide(req, semantics="deny-wins")` / `"allow-wins"` answer under other precedence rules; the
+tests use them to show that a file or socket decision of ours does not depend on precedence.
 """
 
 from __future__ import annotations
@@ -127,6 +130,15 @@ def params_used(forms) -> set[str]:
 
 # ---------------------------------------------------------------------------------------------
 
+# Operations `(deny default)` does not cover (prefixes, like the rule names they come from).
+STRAGGLERS = ("process-info", "nvram", "iokit-get-properties", "file-map-executable",
+              "dynamic-code-generation")
+
+
+def straggler(op: str) -> bool:
+    return any(op.startswith(s) for s in STRAGGLERS)
+
+
 @dataclass(frozen=True)
 class Request:
     op: str
@@ -134,6 +146,10 @@ class Request:
     unix: str | None = None        # network-outbound / network-bind to a unix socket path
     ip: bool = False               # network to an IP address
     mach: str | None = None        # mach-lookup global name
+    target: str | None = None      # process-*/signal: "self", "same-sandbox" or "other"
+    sysctl: str | None = None      # sysctl-read / sysctl-write name
+    domain: str | None = None      # user-preference-read domain
+    extensions: frozenset = frozenset()  # sandbox extensions the process holds for the path
 
 
 def _under(path: str, root: str) -> bool:
@@ -182,6 +198,17 @@ class Profile:
             return False
         if kind == "global-name":
             return req.mach == self._value(f[1])
+        if kind == "target":
+            want = f[1].name
+            return req.target is not None and (req.target == want or (want == "same-sandbox" and req.target == "self"))
+        if kind == "sysctl-name":
+            return req.sysctl == self._value(f[1])
+        if kind == "sysctl-name-prefix":
+            return req.sysctl is not None and req.sysctl.startswith(self._value(f[1]))
+        if kind == "preference-domain":
+            return req.domain is not None and req.domain in [self._value(x) for x in f[1:]]
+        if kind == "extension":
+            return self._value(f[1]) in req.extensions
         if path is None:
             return False
         if kind in ("subpath",):
@@ -193,7 +220,7 @@ class Profile:
         if kind in ("regex", "path-regex"):
             pat = f[1].pattern if isinstance(f[1], Regex) else self._value(f[1])
             return re.search(pat, path) is not None
-        return False  # vnode-type, extension, target, ...: never matched by our requests
+        return False  # vnode-type, iokit-*, ipc-posix-name, ...: never matched by our requests
 
     @staticmethod
     def _op_matches(rule_op: str, op: str) -> bool:
@@ -201,27 +228,34 @@ class Profile:
             return op.startswith(rule_op[:-1])
         return rule_op == op
 
-    def explicit(self, req: Request) -> tuple[bool, bool]:
-        allowed = denied = False
-        path = req.path
+    def matches(self, req: Request) -> list[str]:
+        """The actions of every rule matching `req`, in profile order."""
+        out = []
         for action, ops, filters in self.rules:
             if not any(self._op_matches(o, req.op) for o in ops):
                 continue
-            if filters and not any(self._match(f, req, path) for f in filters):
+            if filters and not any(self._match(f, req, req.path) for f in filters):
                 continue
-            if action == "allow":
-                allowed = True
-            else:
-                denied = True
-        return allowed, denied
+            out.append(action)
+        return out
 
-    def decide(self, req: Request) -> str:
-        allowed, denied = self.explicit(req)
-        if allowed and denied:
-            raise AssertionError(f"{req}: matched by an explicit allow AND an explicit deny "
-                                 "(the result would depend on SBPL precedence)")
-        if denied:
-            return "deny"
-        if allowed:
+    def fallback(self, op: str) -> str:
+        if self.default is None or straggler(op):
             return "allow"
-        return self.default or "deny"
+        return self.default
+
+    def decide(self, req: Request, semantics: str = "last") -> str:
+        hits = self.matches(req)
+        if not hits:
+            return self.fallback(req.op)
+        if semantics == "last":
+            return hits[-1]
+        if semantics == "deny-wins":
+            return "deny" if "deny" in hits else "allow"
+        if semantics == "allow-wins":
+            return "allow" if "allow" in hits else "deny"
+        raise ValueError(semantics)
+
+    def precedence_free(self, req: Request) -> bool:
+        """True when no rule order could change the answer."""
+        return len({self.decide(req, s) for s in ("last", "deny-wins", "allow-wins")}) == 1

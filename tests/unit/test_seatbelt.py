@@ -23,65 +23,123 @@ sys.path.insert(0, str(Path(__file__).parent))
 import sexpr  # noqa: E402
 from sexpr import Request  # noqa: E402
 
+from tmuxjail import identity, policy, profiles  # noqa: E402
+from tmuxjail.adapters import get as get_adapter  # noqa: E402
+from tmuxjail.model import ExecutableIdentity, Mode  # noqa: E402
+from tmuxjail.paths import APP, Paths  # noqa: E402
 from tmuxjail.sandbox import HostLayout  # noqa: E402
 from tmuxjail.sandbox import seatbelt  # noqa: E402
 from tmuxjail.sandbox.seatbelt import SANDBOX_EXEC, Seatbelt, env_overrides, profile, spellings  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "golden"
 HOME = "/Users/alice"
-SUPPORT = f"{HOME}/Library/Application Support/tmuxjail"
-CONFIG = f"{HOME}/Library/Preferences/tmuxjail"
-STATE = f"{HOME}/Library/Application Support/tmuxjail-state"
 WS = f"{HOME}/src/app"
-TMUX_DIR = "/private/tmp/tmux-501"
-TMUX_FILE = f"{HOME}/.tmux-agents.sock"
-HOST = HostLayout(tmux_dirs=(TMUX_DIR,), tmux_files=(TMUX_FILE,))
+TMUX_DIR = "/private/tmp/tmux-501"  # exists at start
+TMUX_ABSENT = f"{HOME}/.tmux-tmp/tmux-501"  # $TMUX_TMPDIR's dir, not created yet
+TMUX_FILE = f"{HOME}/.tmux-agents.sock"  # a -S socket
+PANE_TTY = "/dev/ttys004"
+SESSION_TMP = "/private/var/folders/ab/cdef/T/tmuxjail-7f3a"
+CODEX_ROOT = "/opt/homebrew/lib/node_modules/@openai/codex"
+CODEX_EXE = f"{CODEX_ROOT}/node_modules/@openai/codex-darwin-arm64/vendor/aarch64-apple-darwin/bin/codex"
+HOST = HostLayout(tmux_dirs=(TMUX_DIR,), tmux_files=(TMUX_FILE,), tmux_dir_candidates=(TMUX_DIR, TMUX_ABSENT),
+                  tty=PANE_TTY, session_tmp=SESSION_TMP)
 
 
-def make_policy(mode: str, *, home: str = HOME, workspace: str = WS, support: str = SUPPORT,
-                config: str = CONFIG, state: str = STATE, capabilities=(), host_read=(),
-                host_write=(), install_roots=("/opt/homebrew/lib/node_modules/@openai/codex",),
+def mac_dirs(home: str = HOME) -> Paths:
+    """tmuxjail's directories as the REAL platformdirs computes them on macOS, for `home`."""
+    from platformdirs.macos import MacOS
+
+    saved = dict(os.environ)
+    try:
+        for k in [k for k in os.environ if k.startswith("XDG_")]:
+            del os.environ[k]
+        os.environ["HOME"] = home
+        d = MacOS(APP)
+        return Paths(home=Path(home), config_dir=Path(d.user_config_dir), state_dir=Path(d.user_state_dir),
+                     data_dir=Path(d.user_data_dir))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+DIRS = mac_dirs()
+SUPPORT = str(DIRS.data_dir)  # config, state and data: one directory on macOS
+STORE, SPOOL, HOMES = str(DIRS.store), str(DIRS.spool), str(DIRS.homes)
+
+
+def resolved(mode: str, *, workspace: str = WS, caps=(), git: bool = True, home: str = HOME,
+             provider: str = "codex", git_paths=None) -> dict:
+    """policy.resolve on the real macOS layout, as sessions would call it on a Mac."""
+    dirs = mac_dirs(home)
+    facts = policy.Facts(
+        home=home, uid=501, user="alice", login_shell="/bin/zsh",
+        own_dirs=tuple(str(d) for d in dirs.own_dirs()), config_dir=str(dirs.config_dir),
+        private_home=str(dirs.private_home(provider, "default")), backend="seatbelt",
+        executable=identity.Resolved(ExecutableIdentity(path=CODEX_EXE, sha256="sha256:" + "a" * 64),
+                                     [CODEX_EXE], (CODEX_ROOT,)),
+        allowed_modes=("compatibility", "isolated", "verified"),
+        git_paths=tuple(git_paths if git_paths is not None else [f"{workspace}/.git"] if git else []),
+    )
+    req = policy.Request(provider=provider, mode=Mode(mode), workspaces=(workspace,),
+                         capabilities=tuple(caps))
+    return policy.as_data(policy.resolve(req, profiles.load(provider), get_adapter(provider), facts))
+
+
+# The git-metadata model (issue 13, host.git_guards): every .git present at start (top level, a
+# nested repository, a submodule's .git file, a worktree's .git file) and the gitdir a .git file
+# names inside a workspace; policy.resolve puts them all in `protected`.
+GIT_WORLD = [f"{WS}/.git", f"{WS}/vendor/lib/.git", f"{WS}/mods/sub/.git", f"{WS}/.git/modules/sub",
+             f"{WS}/wt/.git", f"{HOME}/src/other/.git/worktrees/app"]
+
+
+def git_model(pol: dict) -> dict:
+    return resolved(pol["mode"], git_paths=GIT_WORLD) if pol["mode"] != "compatibility" else pol
+
+
+def make_policy(mode: str, *, home: str = HOME, workspace: str = WS, support: str | None = None,
+                capabilities=(), host_read=(), host_write=(), install_roots=(CODEX_ROOT,),
                 git: bool = True, network: str = "host") -> dict:
-    """The dict form of a tmuxjail.model.Policy, built by hand (as policy.resolve would)."""
+    """A policy dict in the shape resolve gives on the macOS layout (one tmuxjail directory),
+    for paths resolve would refuse to build (hostile names)."""
     strict = mode != "compatibility"
-    hidden = sorted([support, state] + ([config] if strict else []))
-    protected = []
-    if strict and git:
-        protected = [f"{workspace}/.git/hooks", f"{workspace}/.git/config"]
-    if not strict:
-        protected = [config]
+    support = support or f"{home}/Library/Application Support/tmuxjail"
     env_set = {}
     if strict:
         env_set = {"HOME": home, "USER": "alice", "LOGNAME": "alice", "SHELL": "/bin/zsh",
-                   "PATH": "/usr/bin:/bin", "TMPDIR": "/tmp"}
+                   "PATH": policy.STRICT_PATH, "TMPDIR": "/tmp"}
     if mode == "isolated":
         env_set["CODEX_HOME"] = f"{home}/.codex"
     return {
         "schema_version": 1, "mode": mode, "provider": "codex", "backend": "seatbelt",
         "profile_version": "1", "profile_hash": "sha256:00",
-        "executable": {"path": "/opt/homebrew/bin/codex", "sha256": "00", "version": "1", "extra": []},
-        "install_roots": list(install_roots),
-        "home": home,
+        "executable": {"path": CODEX_EXE, "sha256": "00", "version": "1", "extra": []},
+        "install_roots": list(install_roots), "home": home,
         "private_home": f"{support}/homes/codex/default" if mode == "isolated" else None,
         "workspace_read": [], "workspace_write": [workspace],
         "host_read": list(host_read) if mode == "verified" else [],
         "host_write": list(host_write) if mode == "verified" else [],
-        "protected": protected, "hidden": hidden,
+        "protected": [f"{workspace}/.git"] if strict and git else [], "hidden": [support],
         "env_inherit": not strict, "env_names": [], "env_set": sorted(env_set.items()),
         "capabilities": list(capabilities), "network": network,
     }
 
 
+def _keychain_policy() -> dict:
+    # No shipped profile lists macos-keychain yet; add it the way resolve would.
+    pol = resolved("verified")
+    return dict(pol, capabilities=[*pol["capabilities"], seatbelt.KEYCHAIN_CAPABILITY])
+
+
 CASES = {
-    "compatibility": dict(mode="compatibility"),
-    "isolated": dict(mode="isolated"),
-    "verified": dict(mode="verified", host_read=[f"{HOME}/.gitconfig"], host_write=[f"{HOME}/.codex"]),
-    "verified_keychain": dict(mode="verified", host_write=[f"{HOME}/.codex"], capabilities=["macos-keychain"]),
+    "compatibility": lambda: resolved("compatibility"),
+    "isolated": lambda: resolved("isolated"),
+    "verified": lambda: resolved("verified", caps=["git-identity"]),
+    "verified_keychain": _keychain_policy,
 }
 
 
 def build(name: str) -> tuple[dict, str, dict]:
-    pol = make_policy(**CASES[name])
+    pol = CASES[name]()
     text, params = profile(pol, HOST)
     return pol, text, params
 
@@ -96,8 +154,71 @@ def golden_text(text: str, params: dict) -> str:
     return text + "".join(f"; -D {k}={json.dumps(v)}\n" for k, v in params.items())
 
 
+def R(op, **kw) -> Request:
+    return Request(op, **kw)
+
+
+def allowed(prof, *reqs):
+    for req in reqs:
+        assert prof.decide(req) == "allow", req
+
+
+def denied(prof, *reqs):
+    for req in reqs:
+        assert prof.decide(req) == "deny", req
+
+
+# ---------------------------------------------------------------------------------------------
+# the evaluator itself: Seatbelt's semantics
+
+def test_evaluator_last_matching_rule_wins():
+    p = sexpr.Profile('(version 1)(deny default)(allow file-read* (subpath "/a"))(deny file-read* (subpath "/a/b"))', {})
+    assert p.decide(R("file-read-data", path="/a/c")) == "allow"
+    assert p.decide(R("file-read-data", path="/a/b/x")) == "deny"
+    assert p.decide(R("file-read-data", path="/z")) == "deny"
+    q = sexpr.Profile('(version 1)(deny default)(deny file-read* (subpath "/a/b"))(allow file-read* (subpath "/a"))', {})
+    assert q.decide(R("file-read-data", path="/a/b/x")) == "allow"
+    assert not q.precedence_free(R("file-read-data", path="/a/b/x"))
+    assert q.precedence_free(R("file-read-data", path="/a/c"))
+    c = sexpr.Profile('(version 1)(allow default)(deny file-write* (subpath "/s"))(allow file-write* (literal "/s/ok"))', {})
+    assert c.decide(R("file-write-data", path="/s/ok")) == "allow"
+    assert c.decide(R("file-write-data", path="/s/no")) == "deny"
+
+
+def test_evaluator_default_does_not_cover_the_stragglers():
+    p = sexpr.Profile("(version 1)(deny default)", {})
+    for op in ("process-info-pidinfo", "process-info-codesignature", "nvram-get", "nvram-set",
+               "iokit-get-properties", "file-map-executable", "dynamic-code-generation"):
+        assert p.decide(R(op, path="/x", target="other")) == "allow", op
+    for op in ("file-read-data", "mach-lookup", "sysctl-read", "lsopen", "appleevent-send", "process-exec"):
+        assert p.decide(R(op, path="/x")) == "deny", op
+    q = sexpr.Profile("(version 1)(deny default)(deny process-info*)(allow process-info* (target same-sandbox))", {})
+    assert q.decide(R("process-info-pidinfo", target="other")) == "deny"
+    assert q.decide(R("process-info-pidinfo", target="same-sandbox")) == "allow"
+    assert q.decide(R("process-info-pidinfo", target="self")) == "allow"
+
+
+def test_evaluator_filters_we_emit():
+    p = sexpr.Profile('(version 1)(deny default)'
+                      '(allow sysctl-read (sysctl-name "hw.ncpu") (sysctl-name-prefix "kern.proc.pid."))'
+                      '(allow file-read* (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))'
+                      '(allow user-preference-read (preference-domain "kCFPreferencesAnyApplication"))'
+                      '(allow file-write* (prefix (param "P")))', {"P": "/k/login.keychain-db.sb-"})
+    allowed(p, R("sysctl-read", sysctl="hw.ncpu"), R("sysctl-read", sysctl="kern.proc.pid.12"),
+            R("file-read-data", path="/dev/ttys003", extensions=frozenset({"com.apple.sandbox.pty"})),
+            R("user-preference-read", domain="kCFPreferencesAnyApplication"),
+            R("file-write-create", path="/k/login.keychain-db.sb-1-2"))
+    denied(p, R("sysctl-read", sysctl="kern.procargs2"), R("file-read-data", path="/dev/ttys003"),
+           R("user-preference-read", domain="com.apple.Safari"), R("file-write-create", path="/k/x"))
+
+
 # ---------------------------------------------------------------------------------------------
 # goldens and structure
+
+def test_goldens_come_from_the_real_macos_layout():
+    assert DIRS.config_dir == DIRS.state_dir == DIRS.data_dir
+    assert SUPPORT == f"{HOME}/Library/Application Support/tmuxjail"
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_profiles(name):
@@ -134,16 +255,18 @@ def check_well_formed(text: str, params: dict) -> list:
 def test_profile_structure(name):
     pol, text, params = build(name)
     forms = check_well_formed(text, params)
-    defaults = [f for f in forms if f[1:] == [sexpr.Sym("default")]]
+    Sym = sexpr.Sym
+    defaults = [f for f in forms if f[1:] == [Sym("default")]]
     if pol["mode"] == "compatibility":
-        assert defaults == [[sexpr.Sym("allow"), sexpr.Sym("default")]]
+        assert defaults == [[Sym("allow"), Sym("default")]]
         # allow default, then only denies: precedence between an allow and a deny never arises
-        assert all(f[0] == sexpr.Sym("deny") for f in forms[2:])
+        assert all(f[0] == Sym("deny") for f in forms[2:])
     else:
-        assert defaults == [[sexpr.Sym("deny"), sexpr.Sym("default")]]
-        assert forms[1] == [sexpr.Sym("deny"), sexpr.Sym("default")]
-        # deny default, then only allows
-        assert all(f[0] == sexpr.Sym("allow") for f in forms[2:])
+        assert forms[1] == [Sym("deny"), Sym("default")]
+        # the operations (deny default) leaves allowed, denied right after it
+        assert forms[2] == [Sym("deny"), *(Sym(op) for op in seatbelt.STRAGGLERS)]
+        assert {s.rstrip("*") for s in seatbelt.STRAGGLERS} == set(sexpr.STRAGGLERS)
+        assert all(f[0] == Sym("allow") for f in forms[3:])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -155,112 +278,305 @@ def test_no_path_in_profile_text(name):
     assert HOME not in text
 
 
-def test_private_tmp_spellings():
-    assert spellings("/tmp/tmux-501") == ("/tmp/tmux-501", "/private/tmp/tmux-501")
-    assert spellings("/private/tmp/tmux-501") == ("/private/tmp/tmux-501", "/tmp/tmux-501")
-    assert spellings("/var/folders/x/T/") == ("/var/folders/x/T", "/private/var/folders/x/T")
-    assert spellings("/private/etc/hosts") == ("/private/etc/hosts", "/etc/hosts")
+def test_spellings():
+    D = "/System/Volumes/Data"
+    assert spellings("/tmp/tmux-501") == ("/tmp/tmux-501", "/private/tmp/tmux-501", f"{D}/private/tmp/tmux-501")
+    assert spellings("/private/tmp/tmux-501") == ("/private/tmp/tmux-501", "/tmp/tmux-501", f"{D}/private/tmp/tmux-501")
+    assert spellings("/var/folders/x/T/") == ("/var/folders/x/T", "/private/var/folders/x/T", f"{D}/private/var/folders/x/T")
+    assert spellings("/private/etc/hosts") == ("/private/etc/hosts", "/etc/hosts", f"{D}/private/etc/hosts")
     assert spellings("/tmpfoo/x") == ("/tmpfoo/x",)
-    assert spellings("/Users/a") == ("/Users/a",)
-
-
-def test_tmux_dir_is_given_in_both_spellings():
-    _, text, params = build("compatibility")
-    assert TMUX_DIR in params.values() and "/tmp/tmux-501" in params.values()
-    _, text, params = build("isolated")
-    assert TMUX_DIR in params.values() and "/tmp/tmux-501" in params.values()
+    assert spellings("/Users/a") == ("/Users/a", f"{D}/Users/a")
+    assert spellings(f"{D}/Users/a") == (f"{D}/Users/a", "/Users/a")
+    assert spellings("/usr/bin/git") == ("/usr/bin/git",)
+    assert spellings("/usr/local/bin/x") == ("/usr/local/bin/x", f"{D}/usr/local/bin/x")
 
 
 # ---------------------------------------------------------------------------------------------
 # decisions (evaluated offline)
 
 def probes(pol: dict) -> list[Request]:
-    """Every request the decision tests ask about; none may hit both an allow and a deny."""
+    """File and socket requests the decision tests ask about."""
     ws = pol["workspace_write"][0]
     paths = [ws, f"{ws}/src/a.py", f"{ws}/.git", f"{ws}/.git/hooks", f"{ws}/.git/hooks/pre-commit",
-             f"{ws}/.git/config", f"{ws}/.git/index", pol["home"], f"{pol['home']}/.ssh/id_rsa",
+             f"{ws}/.git/config", f"{ws}/.git/index", f"{ws}/.GIT/config", pol["home"], f"{pol['home']}/.ssh/id_rsa",
              "/tmp/x", "/private/tmp/x", f"{TMUX_DIR}/default", "/tmp/tmux-501/default", TMUX_FILE,
-             "/usr/bin/git", "/private/etc/hosts", "/etc/hosts",
+             TMUX_ABSENT, f"{TMUX_ABSENT}/default", PANE_TTY, "/dev/ttys009",
+             "/usr/bin/git", "/private/etc/hosts", "/etc/hosts", SESSION_TMP, f"{SESSION_TMP}/s.sock",
              "/private/tmp/com.apple.launchd.abc/Listeners",
-             "/private/var/folders/ab/cdef/T/x", "/private/var/folders/ab/cdef/C/x"]
+             "/private/var/folders/ab/cdef/T/x", "/private/var/folders/ab/cdef/C/x",
+             STORE, SPOOL + "/x.json", f"{HOMES}/other/default/x", SUPPORT.lower() + "/store.db",
+             "/System/Volumes/Data" + STORE]
     paths += [p for h in pol["hidden"] for p in (h, f"{h}/store.db", f"{h}/homes/other/default/x")]
     paths += [p for p in pol["protected"]]
     if pol["private_home"]:
         paths += [pol["private_home"], f"{pol['private_home']}/.codex/auth.json"]
     paths += [*pol["host_read"], *pol["host_write"]]
     ops = ["file-read-data", "file-read-metadata", "file-write-data", "file-write-create",
-           "file-write-unlink"]
+           "file-write-unlink", "file-ioctl"]
     out = [Request(op, path=p) for p in paths for op in ops]
     out += [Request(op, unix=p) for p in paths for op in ("network-outbound", "network-bind")]
     return out
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_no_request_depends_on_rule_precedence(name):
+def test_no_file_or_socket_decision_depends_on_rule_precedence(name):
     pol, text, params = build(name)
-    prof = sexpr.Profile(text, params)
-    for req in probes(pol):
-        prof.decide(req)  # raises on an allow/deny overlap
+    for p in (pol, git_model(pol)):
+        prof = evaluator(p)
+        for req in probes(p):
+            assert prof.precedence_free(req), req
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tmux_socket_is_denied(name):
     pol, *_ = build(name)
     prof = evaluator(pol)
-    for sock in (f"{TMUX_DIR}/default", "/tmp/tmux-501/default", TMUX_FILE):
-        assert prof.decide(Request("network-outbound", unix=sock)) == "deny", sock
-        assert prof.decide(Request("network-bind", unix=sock)) == "deny", sock
-        assert prof.decide(Request("file-read-data", path=sock)) == "deny", sock
-        assert prof.decide(Request("file-write-create", path=sock)) == "deny", sock
-    assert prof.decide(Request("file-read-data", path=TMUX_DIR)) == "deny"  # no listing
+    for sock in (f"{TMUX_DIR}/default", "/tmp/tmux-501/default", TMUX_FILE, f"{TMUX_ABSENT}/default",
+                 "/System/Volumes/Data/private/tmp/tmux-501/default", "/private/tmp/TMUX-501/default"):
+        denied(prof, R("network-outbound", unix=sock), R("network-bind", unix=sock),
+               R("file-read-data", path=sock), R("file-write-create", path=sock))
+    denied(prof, R("file-read-data", path=TMUX_DIR))  # no listing
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_tmuxjail_state_is_denied(name):
+def test_tmux_socket_dirs_cannot_be_created_when_absent(name):
+    # item 4: /tmp/tmux-UID (or $TMUX_TMPDIR/tmux-UID) missing at start: the jail must not make
+    # it and serve a fake tmux server there
     pol, *_ = build(name)
     prof = evaluator(pol)
-    for d in (SUPPORT, STATE):
-        for p in (d, f"{d}/store.db", f"{d}/homes/claude-code/default/.claude/x"):
-            for op in ("file-read-data", "file-write-data", "file-write-create", "file-write-unlink"):
-                assert prof.decide(Request(op, path=p)) == "deny", (op, p)
-            assert prof.decide(Request("network-outbound", unix=p)) == "deny", p
-    # the config: read-only in compatibility, hidden in strict modes
-    expect = "allow" if pol["mode"] == "compatibility" else "deny"
-    assert prof.decide(Request("file-read-data", path=f"{CONFIG}/config.toml")) == expect
-    assert prof.decide(Request("file-write-data", path=f"{CONFIG}/config.toml")) == "deny"
-    assert prof.decide(Request("file-write-create", path=CONFIG)) == "deny"
+    for d in (TMUX_ABSENT, TMUX_DIR, "/tmp/tmux-501"):
+        denied(prof, R("file-write-create", path=d), R("network-bind", unix=f"{d}/default"))
+    if pol["mode"] != "compatibility":
+        allowed(prof, R("file-write-create", path="/private/tmp/tmux-other"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_item1_tmuxjail_state_spool_and_private_homes_are_denied(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    for p in (SUPPORT, STORE, f"{STORE}-wal", SPOOL, f"{SPOOL}/1-tok.json", f"{SUPPORT}/config.toml",
+              f"{HOMES}/claude-code/default/.claude/.credentials.json", f"{SUPPORT}/tmuxjail.log"):
+        denied(prof, *(R(op, path=p) for op in ("file-read-data", "file-write-data", "file-write-create",
+                                               "file-write-unlink")))
+        denied(prof, R("network-outbound", unix=p))
+
+
+def test_item1_compatibility_hides_the_whole_macos_directory():
+    pol = resolved("compatibility")
+    assert pol["hidden"] == [SUPPORT] and pol["protected"] == []
+    prof = evaluator(pol)
+    denied(prof, R("file-read-data", path=STORE), R("file-read-data", path=f"{HOMES}/codex/default/.codex/auth.json"),
+           R("file-read-data", path=f"{SPOOL}/x.json"), R("file-write-unlink", path=f"{HOME}/Library/Application Support"))
+    # the twin: the rest of the host is as it is
+    allowed(prof, R("file-read-data", path=f"{HOME}/Library/Application Support/Other/x"),
+            R("file-read-data", path=f"{HOME}/.ssh/id_rsa"))
+
+
+def test_item1_linux_layout_keeps_its_config_read_only():
+    # the fix only hides the config when it shares a directory; with its own it stays readable
+    facts = dict(home="/home/u", uid=1000, user="u", login_shell="/bin/sh",
+                 own_dirs=("/home/u/.config/tmuxjail", "/home/u/.local/state/tmuxjail", "/home/u/.local/share/tmuxjail"),
+                 config_dir="/home/u/.config/tmuxjail", private_home="/home/u/.local/share/tmuxjail/homes/codex/default",
+                 backend="bwrap", executable=identity.Resolved(ExecutableIdentity(path=CODEX_EXE, sha256="sha256:" + "a" * 64),
+                                                               [CODEX_EXE], (CODEX_ROOT,)),
+                 allowed_modes=("compatibility",))
+    req = policy.Request(provider="codex", mode=Mode("compatibility"), workspaces=("/home/u/src/app",))
+    pol = policy.resolve(req, profiles.load("codex"), get_adapter("codex"), policy.Facts(**facts))
+    assert pol.hidden == ("/home/u/.local/share/tmuxjail", "/home/u/.local/state/tmuxjail")
+    assert pol.protected == ("/home/u/.config/tmuxjail",)
 
 
 def test_compatibility_is_the_host_minus_guards():
     pol, *_ = build("compatibility")
     prof = evaluator(pol)
-    allow = [Request("file-read-data", path=f"{HOME}/.ssh/id_rsa"),
-             Request("file-write-data", path=f"{HOME}/notes.txt"),
-             Request("file-write-data", path=f"{WS}/.git/hooks/pre-commit"),
-             Request("file-write-data", path="/private/tmp/x"),
-             Request("network-outbound", unix=f"{HOME}/.ssh/agent.sock"),
-             Request("mach-lookup", mach="com.apple.SecurityServer"),
-             Request("network-outbound", ip=True)]
-    for req in allow:
-        assert prof.decide(req) == "allow", req
+    allowed(prof, R("file-read-data", path=f"{HOME}/.ssh/id_rsa"),
+            R("file-write-data", path=f"{HOME}/notes.txt"),
+            R("file-write-data", path=f"{WS}/.git/hooks/pre-commit"),
+            R("file-write-data", path="/private/tmp/x"),
+            R("network-outbound", unix=f"{HOME}/.ssh/agent.sock"),
+            R("mach-lookup", mach="com.apple.SecurityServer"),
+            R("network-outbound", ip=True))
 
 
-@pytest.mark.parametrize("name", ["compatibility", "isolated", "verified"])
-def test_rename_bypass_parents_cannot_be_moved(name):
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_item2_only_the_panes_own_terminal(name):
     pol, *_ = build(name)
     prof = evaluator(pol)
-    if name == "compatibility":
-        # moving a parent of the hidden/read-only trees away would move them out of their rules
-        for p in (f"{HOME}/Library", f"{HOME}/Library/Application Support", f"{HOME}/Library/Preferences"):
-            assert prof.decide(Request("file-write-unlink", path=p)) == "deny", p
-    else:
-        # mv .git g; write g/hooks/pre-commit; mv g .git
-        assert prof.decide(Request("file-write-unlink", path=f"{WS}/.git")) == "deny"
-        assert prof.decide(Request("file-write-unlink", path=f"{WS}/.git/hooks")) == "deny"
-        assert prof.decide(Request("file-write-create", path=f"{WS}/.git/hooks/pre-commit")) == "deny"
-        assert prof.decide(Request("file-write-data", path=f"{WS}/.git/config")) == "deny"
-        assert prof.decide(Request("file-write-data", path=f"{WS}/.git/index")) == "allow"
-        assert prof.decide(Request("file-write-create", path=f"{WS}/.git/objects/ab/cd")) == "allow"
+    pty = frozenset({seatbelt.PTY_EXTENSION})
+    for op in ("file-read-data", "file-write-data", "file-ioctl"):
+        allowed(prof, R(op, path=PANE_TTY), R(op, path="/dev/ttys011", extensions=pty), R(op, path="/dev/tty"))
+        denied(prof, R(op, path="/dev/ttys009"), R(op, path="/dev/ttys000"), R(op, path="/dev/ttyp3"))
+
+
+def test_item2_without_a_known_tty_no_other_terminal_is_reachable():
+    host = HostLayout(tmux_dirs=(TMUX_DIR,))
+    for mode in ("compatibility", "isolated"):
+        prof = evaluator(resolved(mode), host)
+        denied(prof, R("file-write-data", path=PANE_TTY))
+        allowed(prof, R("file-write-data", path="/dev/tty"))
+
+
+@pytest.mark.parametrize("mode", ["isolated", "verified"])
+def test_item3_every_git_is_read_only_and_roots_stay_put(mode):
+    pol = git_model(resolved(mode))
+    assert pol["protected"] == sorted(p for p in GIT_WORLD if p.startswith(WS + "/"))
+    prof = evaluator(pol)
+    for p in (f"{WS}/.git/config", f"{WS}/.git/commondir", f"{WS}/.git/hooks/pre-commit",
+              f"{WS}/.git/modules/sub/hooks/post-checkout", f"{WS}/.git/worktrees/w/commondir",
+              f"{WS}/.git/info/attributes", f"{WS}/vendor/lib/.git/hooks/pre-commit",
+              f"{WS}/mods/sub/.git", f"{WS}/wt/.git",
+              f"{WS}/.GIT/hooks/pre-commit", f"{WS}/.Git/config", f"/System/Volumes/Data{WS}/.git/config"):
+        denied(prof, R("file-write-data", path=p), R("file-write-create", path=p), R("file-write-unlink", path=p))
+    # rename away and back: .git, its parents inside the workspace, and the workspace root itself
+    for p in (WS, f"{WS}/.git", f"{WS}/vendor", f"{WS}/vendor/lib", f"{WS}/mods/sub"):
+        denied(prof, R("file-write-unlink", path=p))
+    denied(prof, R("file-write-mode", path=WS), R("file-link", path=f"{WS}/h"))
+    # the twins
+    allowed(prof, R("file-write-create", path=f"{WS}/src/new.py"), R("file-write-unlink", path=f"{WS}/src/a.py"),
+            R("file-write-unlink", path=f"{WS}/src"), R("file-read-data", path=f"{WS}/.git/config"),
+            R("file-write-data", path=f"{WS}/vendor/lib/x.c"))
+
+
+def test_item3_capability_git_metadata_write_lifts_it():
+    pol = resolved("isolated", caps=["git-metadata-write"], git_paths=GIT_WORLD)
+    assert pol["protected"] == []
+    prof = evaluator(pol)
+    allowed(prof, R("file-write-data", path=f"{WS}/.git/index"), R("file-write-create", path=f"{WS}/.git/objects/ab/cd"))
+    denied(prof, R("file-write-unlink", path=WS))
+
+
+@pytest.mark.parametrize("name", ["isolated", "verified"])
+def test_item4_unix_sockets_only_in_the_jails_own_places(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    for op in ("network-outbound", "network-bind"):
+        denied(prof, R(op, unix="/private/tmp/ssh-XXXX/agent.123"), R(op, unix="/tmp/.s.PGSQL.5432"),
+               R(op, unix="/private/tmp/screens/S-alice/1.pts"), R(op, unix="/private/var/folders/ab/cdef/T/x.sock"),
+               R(op, unix=f"{HOME}/.ssh/agent.sock"), R(op, unix="/private/var/run/docker.sock"))
+        allowed(prof, R(op, unix=f"{WS}/.sock"), R(op, unix=f"{SESSION_TMP}/s.sock"))
+        if pol["private_home"]:
+            allowed(prof, R(op, unix=f"{pol['private_home']}/.x.sock"))
+    # files in the shared temp dirs stay usable
+    allowed(prof, R("file-write-create", path="/private/tmp/x"), R("file-write-create", path="/private/var/folders/ab/cdef/T/x"))
+    denied(prof, R("file-write-unlink", path="/private/tmp"), R("file-write-unlink", path=SESSION_TMP))
+
+
+def test_item4_tmpdir_points_at_the_session_temp_dir():
+    env = env_overrides(resolved("verified"), HOST)
+    assert env["TMPDIR"] == SESSION_TMP
+    assert env_overrides(resolved("compatibility"), HOST) == {}
+
+
+@pytest.mark.parametrize("name", ["isolated", "verified"])
+def test_item5_explicit_sysctls_no_procargs(name):
+    pol, text, _ = build(name)
+    prof = evaluator(pol)
+    assert '(sysctl-name-prefix "kern.")' not in text
+    denied(prof, *(R("sysctl-read", sysctl=n) for n in ("kern.procargs2", "kern.procargs", "kern.proc.all",
+                                                        "kern.proc.uid.501", "kern.bootargs")))
+    allowed(prof, *(R("sysctl-read", sysctl=n) for n in ("hw.ncpu", "kern.osrelease", "kern.proc.pid.42",
+                                                         "hw.optional.arm.FEAT_SHA3", "machdep.cpu.brand_string")))
+
+
+@pytest.mark.parametrize("name", ["isolated", "verified"])
+def test_item6_stragglers_are_denied(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    denied(prof, R("process-info-pidinfo", target="other"), R("process-info-codesignature", target="other"),
+           R("nvram-get"), R("iokit-get-properties"), R("file-map-executable", path=f"{HOME}/.ssh/x.dylib"),
+           R("file-map-executable", path=f"{STORE}"))
+    allowed(prof, R("process-info-pidinfo", target="same-sandbox"), R("dynamic-code-generation"),
+            R("file-map-executable", path="/usr/lib/libSystem.B.dylib"),
+            R("file-map-executable", path=f"{CODEX_ROOT}/x.node"), R("file-map-executable", path=f"{WS}/node_modules/a.node"))
+
+
+def test_item7_compatibility_denies_launchservices_and_apple_events():
+    prof = evaluator(resolved("compatibility"))
+    denied(prof, R("lsopen"), R("appleevent-send"),
+           *(R("mach-lookup", mach=s) for s in seatbelt.LAUNCH_SERVICES))
+    allowed(prof, R("mach-lookup", mach="com.apple.cfprefsd.agent"), R("process-exec", path="/usr/bin/open"))
+
+
+@pytest.mark.parametrize("name", ["isolated", "verified"])
+def test_item7_strict_no_services_no_foreign_preferences(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    denied(prof, R("lsopen"), R("appleevent-send"), *(R("mach-lookup", mach=s) for s in seatbelt.LAUNCH_SERVICES),
+           R("mach-lookup", mach="com.apple.security.agent"),
+           R("user-preference-read", domain="com.apple.Safari"), R("user-preference-read", domain="com.openai.chat"))
+    allowed(prof, R("user-preference-read", domain="kCFPreferencesAnyApplication"),
+            R("mach-lookup", mach="com.apple.system.opendirectoryd.libinfo"))
+
+
+def test_item7_keychain_capability_is_the_login_keychain_file_only():
+    pol, text, params = build("verified_keychain")
+    prof = sexpr.Profile(text, params)
+    kc = f"{HOME}/Library/Keychains"
+    allowed(prof, R("file-read-data", path=f"{kc}/login.keychain-db"), R("file-write-data", path=f"{kc}/login.keychain-db"),
+            R("file-write-create", path=f"{kc}/login.keychain-db.sb-5a1c-xyz"), R("mach-lookup", mach="com.apple.SecurityServer"))
+    denied(prof, R("file-write-create", path=f"{kc}/other.keychain-db"), R("file-read-data", path=f"{kc}/metadata.keychain-db"),
+           R("file-write-data", path=f"{kc}/3F2A/keychain-2.db"), R("file-read-data", path=f"{HOME}/Library/Mail/x"),
+           R("file-read-data", path=STORE))
+
+
+def test_item8_every_path_is_canonicalised_before_it_is_a_parameter():
+    pol = resolved("isolated")
+    real = {WS: "/Volumes/Work/app", HOME: "/Users/Alice", SUPPORT: "/Users/Alice/Library/Application Support/tmuxjail",
+            pol["private_home"]: "/Users/Alice/Library/Application Support/tmuxjail/homes/codex/default"}
+    host = HostLayout(tmux_dirs=(TMUX_DIR,), tty=PANE_TTY, realpaths=real)
+    text, params = profile(pol, host)
+    assert "/Volumes/Work/app" in params.values() and WS not in params.values()
+    prof = sexpr.Profile(text, params)
+    allowed(prof, R("file-write-create", path="/Volumes/Work/app/x"))
+    denied(prof, R("file-write-create", path="/Volumes/Work/app/.git/config"),
+           R("file-read-data", path="/Users/Alice/Library/Application Support/tmuxjail/store.db"))
+    assert env_overrides(pol, host)["HOME"] == real[pol["private_home"]]
+
+
+def test_item8_a_git_symlink_is_guarded_where_it_is_and_where_it_points():
+    pol = resolved("isolated")
+    host = HostLayout(tmux_dirs=(TMUX_DIR,), tty=PANE_TTY, realpaths={f"{WS}/.git": "/private/tmp/planted"})
+    prof = evaluator(pol, host)
+    denied(prof, R("file-write-unlink", path=f"{WS}/.git"), R("file-write-create", path=f"{WS}/.git/config"),
+           R("file-write-data", path="/private/tmp/planted/config"))
+    allowed(prof, R("file-write-create", path="/private/tmp/x"))
+
+
+def test_item8_mac_layout_canonicalises_sockets_tmux_tmpdir_and_home(tmp_path):
+    from tmuxjail import host as host_mod
+
+    realdir = tmp_path / "real"
+    (realdir / "sock").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(realdir)
+    sock = realdir / "sock" / "agents"
+    sock.write_text("")
+    pol = make_policy("isolated", home=str(tmp_path / "link" / "home"), workspace=str(tmp_path / "link" / "ws"))
+    lay = host_mod.mac_layout(pol, str(tmp_path / "link" / "sock" / "agents"),
+                              {"TMUX_TMPDIR": str(tmp_path / "link" / "tt")}, tty=None)
+    uid = os.getuid()
+    assert lay.tmux_files == (str(sock),)
+    assert str(realdir / "tt" / f"tmux-{uid}") in lay.tmux_dir_candidates  # absent, still listed
+    assert f"/tmp/tmux-{uid}" in lay.tmux_dir_candidates
+    assert lay.realpaths[pol["home"]] == str(realdir / "home")
+    assert lay.realpaths[pol["workspace_write"][0]] == str(realdir / "ws")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_item8_firmlink_and_case_spellings_reach_no_guarded_file(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    D = "/System/Volumes/Data"
+    for p in (f"{D}{STORE}", STORE.lower(), STORE.upper(), f"{D}{SUPPORT.upper()}/spool/x",
+              f"{HOME}/library/application support/TMUXJAIL/homes/codex/default/.codex/auth.json"):
+        denied(prof, R("file-read-data", path=p), R("file-write-data", path=p))
+    for p in (f"{D}{HOME}/Library", f"{HOME}/library"):
+        denied(prof, R("file-write-unlink", path=p))
+
+
+def test_compatibility_rename_bypass_parents_cannot_be_moved():
+    prof = evaluator(resolved("compatibility"))
+    for p in (f"{HOME}/Library", f"{HOME}/Library/Application Support", HOME, "/private/tmp"):
+        denied(prof, R("file-write-unlink", path=p))
 
 
 @pytest.mark.parametrize("mode", ["compatibility", "isolated", "verified"])
@@ -268,94 +584,106 @@ def test_rename_bypass_socket_parents(mode):
     # a tmux socket in a directory of the shared /tmp: moving the directory away would give the
     # socket a name no rule covers
     host = HostLayout(tmux_dirs=(TMUX_DIR,), tmux_files=("/private/tmp/agents/run/tmux.sock",))
-    prof = evaluator(make_policy(mode), host)
+    prof = evaluator(resolved(mode), host)
     for p in ("/private/tmp/agents", "/private/tmp/agents/run", "/tmp/agents/run", TMUX_DIR):
-        assert prof.decide(Request("file-write-unlink", path=p)) == "deny", p
-    assert prof.decide(Request("network-outbound", unix="/private/tmp/agents/run/tmux.sock")) == "deny"
+        denied(prof, R("file-write-unlink", path=p))
+    denied(prof, R("network-outbound", unix="/private/tmp/agents/run/tmux.sock"))
     if mode != "compatibility":
-        assert prof.decide(Request("file-write-create", path="/private/tmp/agents/other")) == "allow"
-        assert prof.decide(Request("file-write-create", path="/private/var/folders/a/b/T")) == "deny"
-        assert prof.decide(Request("file-write-create", path="/private/var/folders/a/b/T/x")) == "allow"
+        allowed(prof, R("file-write-create", path="/private/tmp/agents/other"),
+                R("file-write-create", path="/private/var/folders/a/b/T/x"))
+        denied(prof, R("file-write-create", path="/private/var/folders/a/b/T"))
 
 
 def test_isolated_sees_the_private_home_not_the_real_one():
     pol, *_ = build("isolated")
     prof = evaluator(pol)
     ph = pol["private_home"]
+    assert ph == f"{HOMES}/codex/default" and " " in ph
     for p in (f"{HOME}/.ssh/id_rsa", f"{HOME}/.codex/auth.json", f"{HOME}/Documents/x", HOME):
-        assert prof.decide(Request("file-read-data", path=p)) == "deny", p
-        assert prof.decide(Request("file-write-create", path=p)) == "deny", p
-    for p in (ph, f"{ph}/.codex/auth.json"):
-        assert prof.decide(Request("file-read-data", path=p)) == "allow", p
-        assert prof.decide(Request("file-write-data", path=p)) == "allow", p
+        denied(prof, R("file-read-data", path=p), R("file-write-create", path=p))
+    allowed(prof, R("file-read-data", path=ph), R("file-read-data", path=f"{ph}/.codex/auth.json"),
+            R("file-write-data", path=f"{ph}/.codex/auth.json"), R("file-write-create", path=f"{ph}/.zshrc"))
+    denied(prof, R("file-write-unlink", path=ph))  # the root stays put
     # other sessions' private homes stay hidden
-    other = f"{SUPPORT}/homes/claude-code/default/.claude/.credentials.json"
-    assert prof.decide(Request("file-read-data", path=other)) == "deny"
+    denied(prof, R("file-read-data", path=f"{HOMES}/claude-code/default/.claude/.credentials.json"))
     # stat of the parents of the private home only
-    assert prof.decide(Request("file-read-metadata", path=f"{SUPPORT}/homes")) == "allow"
-    assert prof.decide(Request("file-read-data", path=f"{SUPPORT}/homes")) == "deny"
+    allowed(prof, R("file-read-metadata", path=HOMES))
+    denied(prof, R("file-read-data", path=HOMES))
 
 
 @pytest.mark.parametrize("name", ["isolated", "verified"])
 def test_strict_workspace_system_and_temp(name):
     pol, *_ = build(name)
     prof = evaluator(pol)
-    allow = [Request("file-read-data", path=f"{WS}/src/a.py"),
-             Request("file-write-create", path=f"{WS}/src/new.py"),
-             Request("file-write-unlink", path=f"{WS}/src/a.py"),
-             Request("file-read-data", path="/usr/bin/git"),
-             Request("file-read-data", path="/private/etc/hosts"),
-             Request("file-read-data", path="/System/Library/Frameworks/x"),
-             Request("file-write-create", path="/private/tmp/x"),
-             Request("file-write-create", path="/tmp/x"),
-             Request("file-write-create", path="/private/var/folders/ab/cdef/T/x"),
-             Request("file-write-data", path="/dev/null"),
-             Request("network-outbound", unix="/private/tmp/my.sock"),
-             Request("network-outbound", unix=f"{WS}/.sock"),
-             Request("network-outbound", unix="/private/var/run/mDNSResponder"),
-             Request("network-outbound", ip=True),
-             Request("file-read-metadata", path="/Users"),
-             Request("file-read-metadata", path=HOME)]
-    deny = [Request("file-write-create", path="/usr/local/bin/x"),
-            Request("file-write-data", path="/private/etc/hosts"),
-            Request("file-read-data", path=f"{HOME}/.ssh/id_rsa"),
-            Request("file-read-data", path="/Users"),
-            Request("file-read-data", path="/private/var/folders/ab/cdef/C/x"),
-            Request("file-read-data", path="/Library/Keychains/System.keychain"),
-            Request("network-outbound", unix="/private/tmp/com.apple.launchd.abc/Listeners"),
-            Request("file-read-data", path="/private/tmp/com.apple.launchd.abc/Listeners"),
-            Request("network-outbound", unix="/private/var/run/docker.sock"),
-            Request("network-outbound", unix=f"{HOME}/.ssh/agent.sock"),
-            Request("mach-lookup", mach="com.apple.security.agent"),
-            Request("mach-lookup", mach="com.apple.coreservices.appleevents")]
-    for req in allow:
-        assert prof.decide(req) == "allow", req
-    for req in deny:
-        assert prof.decide(req) == "deny", req
+    allowed(prof, R("file-read-data", path=f"{WS}/src/a.py"),
+            R("file-write-create", path=f"{WS}/src/new.py"),
+            R("file-write-unlink", path=f"{WS}/src/a.py"),
+            R("file-read-data", path="/usr/bin/git"),
+            R("file-read-data", path="/private/etc/hosts"),
+            R("file-read-data", path="/System/Library/Frameworks/x"),
+            R("file-write-create", path="/private/tmp/x"),
+            R("file-write-create", path="/tmp/x"),
+            R("file-write-create", path="/private/var/folders/ab/cdef/T/x"),
+            R("file-write-data", path="/dev/null"),
+            R("network-outbound", unix="/private/var/run/mDNSResponder"),
+            R("network-outbound", ip=True),
+            R("file-read-metadata", path="/Users"),
+            R("file-read-metadata", path=HOME))
+    denied(prof, R("file-write-create", path="/usr/local/bin/x"),
+           R("file-write-data", path="/private/etc/hosts"),
+           R("file-read-data", path=f"{HOME}/.ssh/id_rsa"),
+           R("file-read-data", path=f"/System/Volumes/Data{HOME}/.ssh/id_rsa"),
+           R("file-read-data", path=f"/System/Volumes/data{HOME}/.ssh/id_rsa"),
+           R("file-read-data", path="/Users"),
+           R("file-read-data", path="/Library/Keychains/System.keychain"),
+           R("network-outbound", unix="/private/tmp/com.apple.launchd.abc/Listeners"),
+           R("file-read-data", path="/private/tmp/com.apple.launchd.abc/Listeners"),
+           R("mach-lookup", mach="com.apple.security.agent"),
+           R("mach-lookup", mach="com.apple.coreservices.appleevents"))
+
+
+@pytest.mark.parametrize("name", ["isolated", "verified"])
+def test_item9_startup_grants(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    allowed(prof, R("file-read-data", path="/private/var/run/resolv.conf"),
+            R("file-read-data", path="/private/var/db/DarwinDirectory/local/recordStore.data"),
+            R("file-write-create", path="/private/var/folders/ab/cdef/C/clang/ModuleCache/x"),
+            R("file-read-data", path="/var/folders/ab/cdef/C/x"),
+            R("mach-lookup", mach="com.apple.trustd"), R("mach-lookup", mach="com.apple.trustd.agent"),
+            R("file-read-data", path="/opt/homebrew/bin/git"))
+    env = env_overrides(pol, HOST)
+    assert env["PATH"].split(":")[:2] == ["/opt/homebrew/bin", "/opt/homebrew/sbin"]
+    assert env["PATH"].endswith(policy.STRICT_PATH)
+
+
+@pytest.mark.parametrize("provider", ["codex", "claude-code", "cursor"])
+def test_item9_resume_keeps_the_own_sandbox_off_flags(provider):
+    ad = get_adapter(provider)
+    assert ad.seatbelt_args
+    mac = ad.backend_resume_argv("seatbelt", ["/x/cli"], "id-1", [])
+    linux = ad.backend_resume_argv("bwrap", ["/x/cli"], "id-1", [])
+    assert linux == ad.resume_argv(["/x/cli"], "id-1", [])
+    assert mac[:len(linux)] == linux and mac[len(linux):] == list(ad.seatbelt_args)
+    start = ad.start_argv(["/x/cli"], "id-1", [*ad.seatbelt_args])
+    assert all(a in start for a in ad.seatbelt_args)
 
 
 def test_verified_grants_exactly_the_approved_paths():
     pol, *_ = build("verified")
     prof = evaluator(pol)
-    assert prof.decide(Request("file-read-data", path=f"{HOME}/.gitconfig")) == "allow"
-    assert prof.decide(Request("file-write-data", path=f"{HOME}/.gitconfig")) == "deny"
-    assert prof.decide(Request("file-write-create", path=f"{HOME}/.codex/sessions/x")) == "allow"
-    assert prof.decide(Request("file-read-data", path=f"{HOME}/.aws/credentials")) == "deny"
+    allowed(prof, R("file-read-data", path=f"{HOME}/.gitconfig"), R("file-write-create", path=f"{HOME}/.codex/sessions/x"))
+    denied(prof, R("file-write-data", path=f"{HOME}/.gitconfig"), R("file-read-data", path=f"{HOME}/.aws/credentials"),
+           R("file-write-unlink", path=f"{HOME}/.codex"))
     assert pol["private_home"] is None
-    assert env_overrides(pol) == {}
+    assert "HOME" not in env_overrides(pol, HOST)
 
 
 def test_keychain_rules_only_with_the_capability():
     _, plain, _ = build("verified")
-    pol, text, params = build("verified_keychain")
+    _, text, _ = build("verified_keychain")
     assert "com.apple.security.agent" not in plain and "com.apple.secd" not in plain
     assert "com.apple.security.agent" in text and "AppleDatabaseChanged" in text
-    prof = sexpr.Profile(text, params)
-    assert prof.decide(Request("mach-lookup", mach="com.apple.SecurityServer")) == "allow"
-    assert prof.decide(Request("file-read-data", path=f"{HOME}/Library/Keychains/login.keychain-db")) == "allow"
-    assert prof.decide(Request("file-read-data", path=f"{HOME}/Library/Mail/x")) == "deny"
-    # the capability never reaches into tmuxjail's state
-    assert prof.decide(Request("file-read-data", path=f"{SUPPORT}/store.db")) == "deny"
 
 
 def test_keychain_capability_is_declared_unverified():
@@ -367,17 +695,15 @@ def test_keychain_capability_is_declared_unverified():
 
 
 def test_no_network_means_no_ip_rules():
-    pol = make_policy("verified", network="none")
-    prof = evaluator(pol)
-    assert prof.decide(Request("network-outbound", ip=True)) == "deny"
+    prof = evaluator(dict(resolved("verified"), network="none"))
+    denied(prof, R("network-outbound", ip=True))
 
 
 def test_workspace_under_tmp_still_hides_tmux_and_launchd():
-    pol = make_policy("isolated", workspace="/private/tmp/work")
-    prof = evaluator(pol)
-    assert prof.decide(Request("file-write-create", path="/private/tmp/work/x")) == "allow"
-    assert prof.decide(Request("network-outbound", unix=f"{TMUX_DIR}/default")) == "deny"
-    assert prof.decide(Request("network-outbound", unix="/private/tmp/com.apple.launchd.x/Listeners")) == "deny"
+    prof = evaluator(make_policy("isolated", workspace="/private/tmp/work"))
+    allowed(prof, R("file-write-create", path="/private/tmp/work/x"), R("network-outbound", unix="/private/tmp/work/s"))
+    denied(prof, R("network-outbound", unix=f"{TMUX_DIR}/default"),
+           R("network-outbound", unix="/private/tmp/com.apple.launchd.x/Listeners"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,7 +717,8 @@ def test_wrap_argv_shape():
     defs = argv[3:sep]
     assert defs[0::2] == ["-D"] * len(params)
     assert dict(d.split("=", 1) for d in defs[1::2]) == params
-    assert argv[sep + 1:] == ["/opt/homebrew/bin/codex", "--yolo"]
+    env = env_overrides(pol, HOST)
+    assert argv[sep + 1:] == ["/usr/bin/env", *(f"{k}={v}" for k, v in env.items()), "/opt/homebrew/bin/codex", "--yolo"]
 
 
 def test_wrap_isolated_points_home_at_the_private_home():
@@ -399,7 +726,10 @@ def test_wrap_isolated_points_home_at_the_private_home():
     argv = Seatbelt().wrap(pol, ["/opt/homebrew/bin/codex"], HOST)
     tail = argv[argv.index("--") + 1:]
     ph = pol["private_home"]
-    assert tail == ["/usr/bin/env", f"CODEX_HOME={ph}/.codex", f"HOME={ph}", "/opt/homebrew/bin/codex"]
+    env = dict(a.split("=", 1) for a in tail[1:-1])
+    assert tail[0] == "/usr/bin/env" and tail[-1] == "/opt/homebrew/bin/codex"
+    assert env["CODEX_HOME"] == f"{ph}/.codex" and env["HOME"] == ph  # one argv element, space and all
+    assert f"HOME={ph}" in tail and " " in ph
 
 
 def test_wrap_is_pure_and_uses_the_fixed_path(monkeypatch):
@@ -443,10 +773,11 @@ def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode
     support = f"{h}/Library/{_component(state, long)}"
     tmux_dir = f"/private/tmp/{_component(tmux, False)}"
     pol = make_policy(mode, home=h, workspace=workspace, support=support,
-                      config=f"{h}/Library/cfg", state=f"{h}/Library/st",
                       host_read=[f"{h}/.{_component(ws, False)}"], install_roots=[f"{h}/.local/{_component(tmux, False)}"],
                       capabilities=["macos-keychain"])
-    host = HostLayout(tmux_dirs=(tmux_dir,), tmux_files=(f"{h}/{_component(tmux, long)}.sock",))
+    host = HostLayout(tmux_dirs=(tmux_dir,), tmux_files=(f"{h}/{_component(tmux, long)}.sock",),
+                      tmux_dir_candidates=(f"{h}/{_component(state, False)}/tmux-501",),
+                      session_tmp=f"/private/var/folders/zz/{_component(ws, False)}/T/s")
     text, params = profile(pol, host)
     check_well_formed(text, params)
     for path in (workspace, support, tmux_dir, h):
@@ -457,6 +788,9 @@ def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode
     prof = sexpr.Profile(text, params)
     assert prof.decide(Request("network-outbound", unix=f"{tmux_dir}/default")) == "deny"
     assert prof.decide(Request("file-read-data", path=f"{support}/store.db")) == "deny"
+    assert prof.decide(Request("file-read-data", path=f"{support.upper()}/store.db")) == "deny"
+    assert prof.decide(Request("file-read-data", path=f"/System/Volumes/Data{support}/x")) == "deny"
+    assert prof.decide(Request("file-write-create", path=host.tmux_dir_candidates[0])) == "deny"
     if mode != "compatibility":
         assert prof.decide(Request("file-write-create", path=f"{workspace}/x")) == "allow"
         assert prof.decide(Request("file-write-create", path=f"{workspace}/.git/hooks/x")) == "deny"
@@ -481,6 +815,31 @@ def test_reader_rejects_malformed(bad):
 
 # ---------------------------------------------------------------------------------------------
 # runtime: only where sandbox-exec exists (a Mac). Never run in CI today; see docs/macos.md.
+#
+# Rules for these tests (item 10): fixtures live under the real home, never under $TMPDIR or
+# /tmp (strict profiles open those, so a denial there proves nothing); every denial has an allowed
+# twin run under the SAME profile (if the probe cannot start at all, the twin fails too); and each
+# denial must show up as a Seatbelt log line naming the path.
+
+TEMP_ROOTS = ("/tmp", "/private/tmp", "/var/folders", "/private/var/folders")
+
+
+def fixture_root(home: str, tmpdir: str, token: str) -> str:
+    """Where the Mac runtime tests put their files: under the real home, refused when that is
+    itself inside a temp dir the strict profiles open."""
+    home = os.path.realpath(home)
+    for t in (*TEMP_ROOTS, os.path.realpath(tmpdir) if tmpdir else None):
+        if t and seatbelt._under(home, t):
+            raise ValueError(f"{home} is inside {t}, which strict profiles open; run with a real HOME")
+    return f"{home}/.tmuxjail-mac-tests/{token}"
+
+
+def test_item10_runtime_fixtures_stay_out_of_the_temp_dirs():
+    assert fixture_root("/Users/alice", "/var/folders/ab/cd/T/", "x") == "/Users/alice/.tmuxjail-mac-tests/x"
+    for home, tmp in (("/private/tmp/h", ""), ("/var/folders/ab/cd/T/h", ""), ("/Users/a/t/h", "/Users/a/t")):
+        with pytest.raises(ValueError):
+            fixture_root(home, tmp, "x")
+
 
 def _need_sandbox_exec():
     if not os.access(SANDBOX_EXEC, os.X_OK):
@@ -488,87 +847,150 @@ def _need_sandbox_exec():
 
 
 class TestRuntimeOnMac:
-    """What a first run on a Mac confirms. Paths are real (tmp_path resolves /var -> /private/var)."""
+    """What a first run on a Mac confirms, each denial paired with an allowed twin."""
 
     def setup_method(self):
         _need_sandbox_exec()
+        import uuid
 
-    def _layout(self, tmp_path: Path, mode: str) -> tuple[dict, HostLayout, dict]:
-        root = tmp_path.resolve()
+        self.root = Path(fixture_root(str(Path.home()), os.environ.get("TMPDIR", ""), uuid.uuid4().hex[:8]))
+        self.root.mkdir(parents=True)
+
+    def teardown_method(self):
+        import shutil
+
+        if getattr(self, "root", None):
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _layout(self, mode: str, **kw):
+        root = self.root
         home = root / "home"
         ws = home / "src" / "app"
         (ws / ".git" / "hooks").mkdir(parents=True)
         (ws / ".git" / "config").write_text("[core]\n")
+        (ws / "src").mkdir()
         support = home / "Library" / "Application Support" / "tmuxjail"
-        state = home / "Library" / "State" / "tmuxjail"
-        config = home / "Library" / "Preferences" / "tmuxjail"
-        for d in (support, state, config):
-            d.mkdir(parents=True)
-        (state / "store.db").write_text("secret")
+        (support / "spool").mkdir(parents=True)
+        (support / "store.db").write_text("secret")
+        (home / "Library" / "Application Support" / "Other").mkdir()
+        (home / "Library" / "Application Support" / "Other" / "x").write_text("other")
         (home / ".ssh").mkdir()
         (home / ".ssh" / "id_rsa").write_text("key")
         tmux_dir = root / "tmux-501"
         tmux_dir.mkdir()
-        pol = make_policy(mode, home=str(home), workspace=str(ws), support=str(support),
-                          config=str(config), state=str(state), install_roots=[])
+        sess = root / "session-tmp"
+        sess.mkdir()
+        pol = make_policy(mode, home=str(home), workspace=str(ws), support=str(support), install_roots=[], **kw)
         if pol["private_home"]:
             Path(pol["private_home"]).mkdir(parents=True)
-        host = HostLayout(tmux_dirs=(str(tmux_dir),))
-        where = {"home": home, "ws": ws, "state": state, "tmux": tmux_dir, "root": root}
-        return pol, host, where
+        host = HostLayout(tmux_dirs=(str(tmux_dir),), tmux_dir_candidates=(str(root / "tt" / "tmux-501"),),
+                          session_tmp=str(sess), tty=os.ttyname(0) if os.isatty(0) else None)
+        return pol, host, {"home": home, "ws": ws, "support": support, "tmux": tmux_dir, "root": root, "sess": sess}
 
     def _run(self, pol, host, script: str) -> subprocess.CompletedProcess:
         argv = Seatbelt().wrap(pol, ["/bin/sh", "-c", script], host)
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
-    @pytest.mark.parametrize("mode", ["isolated", "verified"])
-    def test_write_inside_and_outside(self, tmp_path, mode):
-        pol, host, w = self._layout(tmp_path, mode)
-        r = self._run(pol, host, f'echo ok > "{w["ws"]}/inside" && echo ok > /tmp/tmuxjail-sb-$$ && rm /tmp/tmuxjail-sb-$$')
-        assert r.returncode == 0, r.stderr
-        r = self._run(pol, host, f'echo x > "{w["home"]}/outside"')
-        assert r.returncode != 0 and not (w["home"] / "outside").exists()
-        r = self._run(pol, host, f'echo x > "{w["ws"]}/.git/hooks/pre-commit"')
-        assert r.returncode != 0 and not (w["ws"] / ".git/hooks/pre-commit").exists()
+    def _log(self, since: str, needle: str) -> list[str]:
+        """Seatbelt's own log lines since `since` that deny something naming `needle`."""
+        import time
 
-    def test_isolated_cannot_read_the_real_home(self, tmp_path):
-        pol, host, w = self._layout(tmp_path, "isolated")
-        r = self._run(pol, host, f'cat "{w["home"]}/.ssh/id_rsa"')
-        assert r.returncode != 0 and "key" not in r.stdout
-        r = self._run(pol, host, 'echo "$HOME"; echo hi > "$HOME/x" && cat "$HOME/x"')
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.splitlines()[0] == pol["private_home"]
+        for _ in range(10):
+            out = subprocess.run(["/usr/bin/log", "show", "--style", "compact", "--start", since,
+                                  "--predicate", 'sender == "Sandbox" OR eventMessage CONTAINS "Sandbox:"'],
+                                 capture_output=True, text=True, timeout=60).stdout
+            lines = [ln for ln in out.splitlines() if "deny" in ln and needle in ln]
+            if lines:
+                return lines
+            time.sleep(1)
+        return []
+
+    def _pair(self, pol, host, allowed_script: str, denied_script: str, needle: str):
+        import time
+
+        since = time.strftime("%Y-%m-%d %H:%M:%S")
+        ok = self._run(pol, host, allowed_script + " && echo TWIN-OK")
+        assert ok.returncode == 0 and "TWIN-OK" in ok.stdout, ("the allowed twin failed", ok.stderr)
+        bad = self._run(pol, host, denied_script + " && echo ESCAPED")
+        assert "ESCAPED" not in bad.stdout and bad.returncode != 0, bad.stdout
+        assert self._log(since, needle), f"no Seatbelt deny line naming {needle}"
+        return bad
 
     @pytest.mark.parametrize("mode", ["compatibility", "isolated", "verified"])
-    def test_state_is_hidden(self, tmp_path, mode):
-        pol, host, w = self._layout(tmp_path, mode)
-        r = self._run(pol, host, f'cat "{w["state"]}/store.db"')
-        assert r.returncode != 0 and "secret" not in r.stdout
-
-    @pytest.mark.parametrize("mode", ["compatibility", "isolated", "verified"])
-    def test_cannot_connect_to_the_tmux_socket(self, tmp_path, mode):
-        pol, host, w = self._layout(tmp_path, mode)
-        path = str(w["tmux"] / "default")
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(path)
-        server.listen(1)
-        try:
-            code = ("import socket,sys; s=socket.socket(socket.AF_UNIX); "
-                    f"s.connect({path!r}); print('connected')")
-            r = self._run(pol, host, f"/usr/bin/python3 -c \"{code}\"")
-            assert "connected" not in r.stdout
-        finally:
-            server.close()
+    def test_item1_state_is_hidden(self, mode):
+        pol, host, w = self._layout(mode)
+        other = w["home"] / "Library" / "Application Support" / "Other" / "x"
+        allowed_script = f'cat "{other}"' if mode == "compatibility" else f'cat "{w["ws"]}/.git/config"'
+        self._pair(pol, host, allowed_script, f'cat "{w["support"]}/store.db"', "store.db")
 
     @pytest.mark.parametrize("mode", ["compatibility", "isolated"])
-    def test_rename_bypass(self, tmp_path, mode):
-        pol, host, w = self._layout(tmp_path, mode)
-        if mode == "compatibility":
-            lib = w["home"] / "Library"
-            r = self._run(pol, host, f'mv "{lib}" "{w["home"]}/L2" && cat "{w["home"]}/L2/State/tmuxjail/store.db"')
-            assert "secret" not in r.stdout and lib.exists()
-        else:
-            ws = w["ws"]
-            r = self._run(pol, host, f'cd "{ws}" && mv .git g && echo evil > g/hooks/pre-commit && mv g .git')
-            assert r.returncode != 0
-            assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+    def test_item2_other_terminals(self, mode):
+        pol, host, w = self._layout(mode)
+        _, slave = os.openpty()
+        other = os.ttyname(slave)
+        own = "/usr/bin/python3 -c 'import os; m, s = os.openpty(); os.write(s, b\"x\")'"
+        self._pair(pol, host, own, f"echo x > {other}", other)
+
+    @pytest.mark.parametrize("mode", ["isolated", "verified"])
+    def test_item3_git_and_root(self, mode):
+        pol, host, w = self._layout(mode)
+        ws = w["ws"]
+        self._pair(pol, host, f'echo ok > "{ws}/src/x"', f'echo evil > "{ws}/.git/hooks/pre-commit"', "pre-commit")
+        self._pair(pol, host, f'mv "{ws}/src" "{ws}/src2" && mv "{ws}/src2" "{ws}/src"',
+                   f'mv "{ws}" "{ws}.away"', str(ws))
+        self._pair(pol, host, f'echo ok > "{ws}/src/y"', f'cd "{ws}" && mv .git g', ".git")
+        bad = self._run(pol, host, f'echo > "{ws}/.git/hooks/h0"; ln "{ws}/.git/config" "{ws}/h" && echo evil >> "{ws}/h"')
+        assert (ws / ".git" / "config").read_text() == "[core]\n", bad.stderr
+
+    @pytest.mark.parametrize("mode", ["isolated", "verified"])
+    def test_item4_unix_sockets(self, mode):
+        pol, host, w = self._layout(mode)
+        servers = []
+        try:
+            for path in (w["root"] / "agent.sock", w["sess"] / "own.sock"):
+                srv = socket.socket(socket.AF_UNIX)
+                srv.bind(str(path))
+                srv.listen(1)
+                servers.append(srv)
+            probe = "/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "
+            self._pair(pol, host, probe + f'"{w["sess"]}/own.sock"', probe + f'"{w["root"]}/agent.sock"', "agent.sock")
+            tt = w["root"] / "tt" / "tmux-501"
+            self._pair(pol, host, f'mkdir "{w["ws"]}/tmux-501"', f'mkdir -p "{tt}"', "tmux-501")
+        finally:
+            for srv in servers:
+                srv.close()
+
+    @pytest.mark.parametrize("mode", ["isolated", "verified"])
+    def test_item5_and_6_other_processes(self, mode):
+        pol, host, w = self._layout(mode)
+        victim = subprocess.Popen(["/bin/sleep", "60"], env={"TJ_SECRET": "tj-marker-5"})
+        try:
+            r = self._pair(pol, host, "/bin/ps -wwE -p $$ >/dev/null", f"/bin/ps -wwE -p {victim.pid} | grep -q tj-marker-5",
+                           "procargs")
+            assert "tj-marker-5" not in r.stdout
+        finally:
+            victim.kill()
+
+    def test_item7_apple_events_in_compatibility(self):
+        pol, host, w = self._layout("compatibility")
+        self._pair(pol, host, "/usr/bin/osascript -e 'return 1'",
+                   "/usr/bin/osascript -e 'tell application \"System Events\" to return 1'", "appleevent-send")
+
+    @pytest.mark.parametrize("mode", ["compatibility", "isolated"])
+    def test_item8_other_spellings(self, mode):
+        pol, host, w = self._layout(mode)
+        store = str(w["support"] / "store.db")
+        twin = str(w["ws"] / ".git" / "config")
+        self._pair(pol, host, f'cat "/System/Volumes/Data{twin}"', f'cat "/System/Volumes/Data{store}"', "store.db")
+        self._pair(pol, host, f'cat "{twin}"', f'cat "{store.replace("tmuxjail", "TMUXJAIL")}"', "store.db")
+
+    @pytest.mark.parametrize("mode", ["isolated", "verified"])
+    def test_item9_startup_needs(self, mode):
+        pol, host, w = self._layout(mode)
+        r = self._run(pol, host, 'cat /etc/resolv.conf >/dev/null; /usr/bin/id -un && echo "$TMPDIR" && /usr/bin/git --version')
+        assert r.returncode == 0, r.stderr
+        assert str(w["sess"]) in r.stdout
+
+    def test_isolated_home_is_the_private_home(self):
+        pol, host, w = self._layout("isolated")
+        self._pair(pol, host, 'echo hi > "$HOME/x" && cat "$HOME/x"', f'cat "{w["home"]}/.ssh/id_rsa"', "id_rsa")

@@ -21,6 +21,15 @@ class HostLayout:
     etc_secrets: tuple[str, ...] = ()
     # Directory that /etc/resolv.conf points into, when it is a symlink out of /etc.
     resolv_dir: str | None = None
+    # Seatbelt only (path rules need no existing target; bwrap ignores these):
+    # every directory tmux may put sockets in for this uid, whether or not it exists yet;
+    tmux_dir_candidates: tuple[str, ...] = ()
+    # the pane's own terminal (the launcher fills it from ttyname(0));
+    tty: str | None = None
+    # a per-session temp dir (TMPDIR inside the jail, the one temp place for unix sockets);
+    session_tmp: str | None = None
+    # lexical path -> canonical path, for every path the policy names (host.mac_layout).
+    realpaths: dict[str, str] = field(default_factory=dict)
 
 
 class Backend(Protocol):
