@@ -348,6 +348,10 @@ def test_tmux_socket_dirs_cannot_be_created_when_absent(name):
         denied(prof, R("file-write-create", path=d), R("network-bind", unix=f"{d}/default"))
     if pol["mode"] != "compatibility":
         allowed(prof, R("file-write-create", path="/private/tmp/tmux-other"))
+    # no tmux server running at all: /tmp/tmux-UID is only a candidate, and still guarded
+    prof = evaluator(pol, HostLayout(tmux_dir_candidates=("/private/tmp/tmux-501",), tty=PANE_TTY))
+    denied(prof, R("file-write-create", path="/private/tmp/tmux-501"), R("file-write-create", path="/tmp/tmux-501"),
+           R("network-bind", unix="/private/tmp/tmux-501/default"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
