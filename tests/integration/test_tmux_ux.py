@@ -80,6 +80,10 @@ class Terminal:
 @pytest.fixture
 def ui(jail_env):
     env = jail_env
+    # The keys run `tmuxjail` from the server's PATH: this interpreter's, also where no console
+    # script was installed (scripts/mutate.py runs the tests on a copy of the package).
+    (env.bin / "tmuxjail").write_text(f"#!/bin/sh\nexec {sys.executable} -P -m tmuxjail \"$@\"\n")
+    (env.bin / "tmuxjail").chmod(0o755)
     terminal_env = env.environ(PATH=f"{Path(sys.executable).parent}:{env.vars['PATH']}")
     subprocess.run(["tmux", "-L", env.socket, "-f", str(CONF), "new-session", "-d", "-s", "home",
                     "-c", str(env.ws), "-x", "150", "-y", "44"], env=terminal_env, check=True)
