@@ -18,9 +18,17 @@ class Adapter:
     # The CLI keeps its install next to its entry point (a bundled node, rg, ...), so expose the
     # whole directory of the real executable, not only the file.
     install_root_is_dir: bool = False
-    # Seatbelt cannot nest: under the macOS backend the CLI's own sandbox must be off (ours is
-    # the boundary). bwrap nests, so on Linux the CLI keeps its own.
+    # Arguments that turn the CLI's own sandbox off, where ours is the boundary and theirs cannot
+    # run: Seatbelt cannot nest, and strict bwrap jails refuse nested user namespaces (which
+    # Linux CLI sandboxes are built on). In compatibility mode on Linux the CLI keeps its own.
     seatbelt_args: tuple[str, ...] = ()
+
+    def own_sandbox_off(self, exe: list[str], mode: str, backend: str) -> list[str]:
+        """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the
+        Seatbelt backend adds them itself: backend_resume_argv, the seatbelt dry run)."""
+        if backend == "bwrap" and mode != "compatibility":
+            return [*exe, *self.seatbelt_args]
+        return list(exe)
 
     def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
         """Paths that may hold the real executable behind what PATH found; the first that exists

@@ -10,7 +10,12 @@ from pathlib import Path
 from .errors import UsageError
 
 MODES = ("compatibility", "isolated", "verified")
-KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards"}
+KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
+        "limits"}
+# [limits] key -> (model.Limits field, smallest value accepted)
+LIMITS = {"tmp": ("tmp_bytes", 1 << 20), "run": ("run_bytes", 1 << 20), "home": ("home_bytes", 1 << 20),
+          "nproc": ("nproc", 16)}
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 @dataclass(frozen=True)
@@ -21,6 +26,29 @@ class Config:
     executables: dict[str, str] = field(default_factory=dict)
     accept_missing_guards: tuple[str, ...] = ()
     source: str = "(defaults)"
+    limits: dict = field(default_factory=dict)  # overrides of model.Limits, by field name
+
+
+def _limits(raw, source: str) -> dict:
+    """[limits] tmp/run/home = bytes or "16M"/"1G"; nproc = a count."""
+    if not isinstance(raw, dict):
+        raise UsageError(f"{source}: limits: must be a table")
+    out = {}
+    for key, value in raw.items():
+        if key not in LIMITS:
+            raise UsageError(f"{source}: limits.{key}: unknown (known: {', '.join(LIMITS)})")
+        name, least = LIMITS[key]
+        n = value
+        if isinstance(value, str) and key != "nproc":
+            num, unit = value[:-1], value[-1:].upper()
+            if unit not in _UNITS or unit == "":
+                num, unit = value, ""
+            n = int(num) * _UNITS[unit] if num.isdigit() else None
+        if not isinstance(n, int) or isinstance(n, bool) or n < least:
+            raise UsageError(f"{source}: limits.{key}: must be a whole number of at least {least}"
+                             + ("" if key == "nproc" else ' bytes (or "16M", "1G")'))
+        out[name] = n
+    return out
 
 
 def parse(text: str, source: str, env_allowed: str | None = None) -> Config:
@@ -63,7 +91,9 @@ def parse(text: str, source: str, env_allowed: str | None = None) -> Config:
             if not isinstance(exe, str) or not (exe.startswith("/") or exe.startswith("~/")):
                 raise UsageError(f"{source}: providers.{name}.executable: must be an absolute path")
             executables[name] = exe
+    limits = _limits(raw.get("limits", {}), source)
     return Config(
+        limits=limits,
         default_mode=default,
         allowed_modes=tuple(m for m in MODES if m in allowed),
         allow_unguarded_compatibility=unguarded,

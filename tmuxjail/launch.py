@@ -59,17 +59,39 @@ def stored_fingerprint(store: str, session_id: str) -> str | None:
     return row[0] if row and row[1] != "stopped" else None
 
 
-def seccomp_fd(machine: str) -> int:
+def seccomp_fd(machine: str, strict: bool = True) -> int:
     from .sandbox.seccomp import program
 
     try:
-        prog = program(machine)
+        prog = program(machine, strict)
     except KeyError:
         die(f"no seccomp filter for machine {machine!r}; refusing to run without it", EXIT_UNAVAILABLE)
     fd = os.memfd_create("tmuxjail-seccomp", 0)
     os.write(fd, prog)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+def own_session_keyring() -> None:
+    """Join a fresh anonymous session keyring, so the jail does not possess the host session's
+    keys (Kerberos KEYRING caches, AFS tokens; the kernel also uses them on the process's behalf,
+    e.g. for network filesystems). Inside, seccomp refuses the keyring syscalls altogether."""
+    import ctypes
+    import errno
+    import platform
+
+    nr = KEYCTL.get(platform.machine())
+    if nr is None:
+        die(f"no keyctl number for {platform.machine()}; refusing to share the host's keyring", EXIT_UNAVAILABLE)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EPERM):  # no keyrings here, or a filter above us denies them
+            die(f"cannot give the jail its own session keyring: {os.strerror(err)}", EXIT_UNAVAILABLE)
 
 
 def pane_command(python: str, fp: str, spec: str) -> list[str]:
@@ -97,7 +119,8 @@ def main(argv: list[str]) -> None:
     if not spec.get("sandboxed", True):
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
-    keep = (seccomp_fd(spec["machine"]),
+    own_session_keyring()
+    keep = (seccomp_fd(spec["machine"], policy.get("mode") != "compatibility"),
             os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
     if spec.get("landlock_scope"):
         from .sandbox import landlock

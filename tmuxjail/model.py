@@ -93,6 +93,16 @@ class ExecutableIdentity(_Frozen):
     extra: tuple[tuple[str, str], ...] = ()
 
 
+class Limits(_Frozen):
+    """Resource limits of a jail (defaults here, overridable in the operator config)."""
+
+    tmp_bytes: int = 1 << 30  # each of /tmp, /var/tmp, /dev/shm
+    run_bytes: int = 64 << 20  # /run
+    home_bytes: int = 1 << 30  # the tmpfs home of verified mode
+    nproc: int = 4096  # RLIMIT_NPROC inside the jail's user namespace (threads count too)
+    memory: str = "none"  # no mechanism used yet: see `tmuxjail doctor`
+
+
 class Policy(_Frozen):
     """The immutable effective policy of one session. Its fingerprint is sha256 of its canonical
     JSON; any change to a field changes the fingerprint and refuses a resume."""
@@ -118,3 +128,4 @@ class Policy(_Frozen):
     env_set: tuple[tuple[str, str], ...]
     capabilities: tuple[str, ...]
     network: str = "host"
+    limits: Limits = Limits()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .canon import fingerprint as _fingerprint
 from .errors import NotApproved, UsageError
-from .model import Mode, Policy, Profile
+from .model import Limits, Mode, Policy, Profile
 
 STRICT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -42,7 +42,7 @@ REASONS = {
     "workspace_read": "workspace", "workspace_write": "workspace", "protected": "workspace",
     "env_inherit": "environment", "env_names": "environment", "env_set": "environment",
     "home": "home", "private_home": "home", "network": "network",
-    "backend": "backend", "hidden": "backend", "schema_version": "backend",
+    "backend": "backend", "hidden": "backend", "schema_version": "backend", "limits": "limits",
 }
 
 
@@ -73,6 +73,7 @@ class Facts:
     # `.git` file names when it lies inside a workspace: host.git_guards().
     git_paths: tuple[str, ...] = ()
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
+    limits: dict = field(default_factory=dict)  # the operator's overrides of model.Limits
 
 
 def _inside(path: str, root: str) -> bool:
@@ -195,6 +196,7 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
         env_names=env_names,
         env_set=tuple(sorted(env_set.items())),
         capabilities=caps,
+        limits=Limits(**facts.limits),
     )
 
 
@@ -210,5 +212,5 @@ def diff(old: dict, new: dict) -> list[str]:
     """Reason codes (DESIGN §2) for every field that differs, in a stable order."""
     codes = {REASONS.get(k, "backend") for k in set(old) | set(new) if old.get(k) != new.get(k)}
     order = ["mode", "profile", "executable", "capabilities", "workspace", "environment", "home",
-             "network", "backend"]
+             "network", "limits", "backend"]
     return [c for c in order if c in codes]

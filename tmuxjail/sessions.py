@@ -138,7 +138,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         private_home=str(p.private_home(provider, env_name)),
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=_git_paths(workspaces) if mode.strict else (),
-        realpaths=host.realpaths(declared),
+        realpaths=host.realpaths(declared), limits=cfg.limits,
     )
     if restriction is not None:
         from . import restrict
@@ -324,7 +324,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
         gate=not opts.dry_run)  # a dry run shows what would need approving
     native_id = adapter.new_native_id()
-    cli_argv = adapter.start_argv(resolved.argv, native_id, list(opts.args))
+    exe = adapter.own_sandbox_off(resolved.argv, pol["mode"], pol["backend"])
+    cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
     sandbox_argv = _sandbox_argv(ctx, pol, backend, cli_argv, unguarded)
     if opts.backend == "seatbelt" and not opts.dry_run:
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
@@ -485,7 +486,8 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     adapter = get_adapter(row.provider)
     r = row.request_data
     resolved_argv = _cli_argv_from_policy(pol)
-    cli_argv = adapter.backend_resume_argv(pol["backend"], resolved_argv, row.native_id, list(r.get("args", ())))
+    exe = adapter.own_sandbox_off(resolved_argv, pol["mode"], pol["backend"])
+    cli_argv = adapter.backend_resume_argv(pol["backend"], exe, row.native_id, list(r.get("args", ())))
     unguarded = pol["backend"] == "none"
     sandbox_argv = _sandbox_argv(ctx, pol, bwrap.find(), cli_argv, unguarded)
     _prepare_dirs(ctx, pol, adapter)

@@ -143,7 +143,7 @@ def test_resume_reattaches_live_and_relaunches_gone_with_cli_resume(jail_env):
     env = jail_env
     info = start(env)
     first = env.report()
-    assert first["argv"] == "--no-daemon"
+    assert first["argv"] == "--sandbox danger-full-access --no-daemon"  # our jail refuses nested userns
     again = env.json("resume", "app", "--detach")
     assert again["status"] == "running" and again["tmux_pane"] == info["tmux_pane"]
     env.kill()  # the tmux server goes away, as after a reboot
@@ -151,7 +151,7 @@ def test_resume_reattaches_live_and_relaunches_gone_with_cli_resume(jail_env):
     resumed = env.json("resume", "app", "--detach")
     assert resumed["fingerprint"] == info["fingerprint"] and resumed["status"] == "running"
     r = env.report()
-    assert r["argv"] == "--no-daemon resume --last"
+    assert r["argv"] == "--sandbox danger-full-access --no-daemon resume --last"
     assert r["persisted"] == "run"  # the private home persisted across the resume
     assert r["home"] == str(env.home)
 

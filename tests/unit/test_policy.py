@@ -208,17 +208,18 @@ def test_bwrap_verified_home_is_tmpfs_with_baseline_bound():
 
 def test_seccomp_program_shape():
     prog = seccomp.program("x86_64")
-    assert len(prog) == 13 * 8
     ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
     assert ins[-1][3] == 0x00050000 | 1 and ins[-2][3] == 0x7FFF0000
-    assert {seccomp.TIOCSTI, seccomp.TIOCLINUX, *seccomp.IO_URING} <= {k for *_, k in ins}
+    assert {seccomp.TIOCSTI, seccomp.TIOCLINUX, seccomp.SUID_SGID, 298} <= {k for *_, k in ins}
+    assert len(seccomp.program("x86_64", strict=False)) < len(prog)
     with pytest.raises(KeyError):
         seccomp.program("mips")
 
 
-def _run_bpf(prog: bytes, nr: int, arch: int, arg1: int = 0) -> int:
+def _run_bpf(prog: bytes, nr: int, arch: int, *args: int) -> int:
     """A classic-BPF interpreter for the instructions the filter uses, over a seccomp_data."""
-    data = struct.pack("<iIQ6Q", nr, arch, 0, 0, arg1, 0, 0, 0, 0)
+    args = (*args, *[0] * (6 - len(args)))
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *args)
     ins = [struct.unpack("<HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
     pc, acc = 0, 0
     while True:
@@ -226,29 +227,61 @@ def _run_bpf(prog: bytes, nr: int, arch: int, arg1: int = 0) -> int:
         pc += 1
         if code == 0x20:
             acc = struct.unpack_from("<I", data, k)[0]
-        elif code in (0x15, 0x35):
-            pc += jt if (acc == k if code == 0x15 else acc >= k) else jf
+        elif code in (0x15, 0x35, 0x45):
+            hit = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += jt if hit else jf
         elif code == 0x06:
             return k
         else:
             raise AssertionError(f"unexpected opcode {code:#x}")
 
 
+def _nr(machine, name):
+    return seccomp.SYSCALLS[name][0 if machine == "x86_64" else 1]
+
+
 @pytest.mark.parametrize("machine", sorted(seccomp.ARCHES))
 def test_seccomp_program_semantics(machine):
-    arch, ioctl, x32 = seccomp.ARCHES[machine]
-    prog, allow, eperm = seccomp.program(machine), 0x7FFF0000, 0x00050000 | 1
-    assert _run_bpf(prog, 0, arch) == allow  # read
-    assert _run_bpf(prog, ioctl, arch, 0x5401) == allow  # TCGETS
-    assert _run_bpf(prog, ioctl, arch, 0x540F) == allow  # TIOCGPGRP: job control keeps working
+    arch, x32 = seccomp.ARCHES[machine]
+    nr = lambda name: _nr(machine, name)  # noqa: E731
+    prog, allow, eperm, enosys = seccomp.program(machine), 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    assert _run_bpf(prog, 0, arch) == allow  # read / io_setup
+    assert _run_bpf(prog, 63, arch) == allow  # read (aarch64) / uname (x86_64)
+    ioctl = nr("ioctl")
+    assert _run_bpf(prog, ioctl, arch, 0, 0x5401) == allow  # TCGETS
+    assert _run_bpf(prog, ioctl, arch, 0, 0x540F) == allow  # TIOCGPGRP: job control keeps working
     for req in (seccomp.TIOCSTI, seccomp.TIOCLINUX, (1 << 32) | seccomp.TIOCSTI):  # high bits ignored
-        assert _run_bpf(prog, ioctl, arch, req) == eperm
-    for nr in seccomp.IO_URING:
-        assert _run_bpf(prog, nr, arch) == eperm
+        assert _run_bpf(prog, ioctl, arch, 0, req) == eperm
+    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
+        assert _run_bpf(prog, nr(name), arch) == eperm
     assert _run_bpf(prog, 424, arch) == allow and _run_bpf(prog, 428, arch) == allow
+    # setuid/setgid: the mode at the right argument of each call
+    for name, at in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2), ("creat", 1),
+                     ("mknod", 1), ("mknodat", 2)):
+        if nr(name) is None:
+            continue
+        for mode, want in ((0o755, allow), (0o4755, eperm), (0o2755, eperm), (0o1777, allow)):
+            args = [0] * 6
+            args[at] = mode
+            assert _run_bpf(prog, nr(name), arch, *args) == want, (name, oct(mode))
+    for name, at in (("open", 1), ("openat", 2)):
+        if nr(name) is None:
+            continue
+        for flags, mode, want in ((0o101, 0o4755, eperm), (0o20200000, 0o2755, eperm), (0o101, 0o644, allow),
+                                  (0o0, 0o4755, allow)):  # without O_CREAT the mode is not used
+            args = [0] * 6
+            args[at], args[at + 1] = flags, mode
+            assert _run_bpf(prog, nr(name), arch, *args) == want, (name, oct(flags), oct(mode))
+    assert _run_bpf(prog, nr("openat2"), arch) == enosys
+    for name in ("add_key", "request_key", "keyctl"):
+        assert _run_bpf(prog, nr(name), arch) == enosys
+    # strict only: perf, new user namespaces
+    loose = seccomp.program(machine, strict=False)
+    assert _run_bpf(prog, nr("perf_event_open"), arch) == eperm
+    assert _run_bpf(loose, nr("perf_event_open"), arch) == allow
     assert _run_bpf(prog, 0, 0x40000003) == eperm  # a foreign architecture (i386)
     if x32:
-        assert _run_bpf(prog, seccomp.X32_BIT | 16, arch, seccomp.TIOCSTI) == eperm
+        assert _run_bpf(prog, seccomp.X32_BIT | 16, arch, 0, seccomp.TIOCSTI) == eperm
 
 
 def test_config_parse_and_narrowing():

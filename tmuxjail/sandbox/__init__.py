@@ -17,8 +17,11 @@ class HostLayout:
     # (covered with /dev/null) that exist on the host.
     tmux_dirs: tuple[str, ...] = ()
     tmux_files: tuple[str, ...] = ()
-    # Secret files in /etc that exist (masked in strict modes: root in the jail could read them).
+    # Secret files in /etc that exist (masked in strict modes: root in the jail could read them);
+    # when tmuxjail runs as root, also every file under /etc and /opt that others cannot read.
     etc_secrets: tuple[str, ...] = ()
+    # Directories under /etc and /opt that others cannot enter or list (root-run only).
+    root_only_dirs: tuple[str, ...] = ()
     # Directory that /etc/resolv.conf points into, when it is a symlink out of /etc.
     resolv_dir: str | None = None
     # Seatbelt only (path rules need no existing target; bwrap ignores these):

@@ -16,6 +16,10 @@ FIXED_PATHS = ("/usr/bin/bwrap", "/bin/bwrap")
 # root). The bind's source is the host's /proc/sys; sysctls are global or follow the caller's
 # namespaces, so the jail sees the same values either way.
 PROC = ("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
+# Every tmpfs is sized: bwrap's default is half the host's RAM, charged to host memory. The masks
+# (tmpfs over a hidden directory) need next to nothing.
+MASK_BYTES = 1 << 20
+PRLIMIT = "/usr/bin/prlimit"
 
 
 def _depth(path: str) -> tuple[int, str]:
@@ -35,6 +39,8 @@ class Bwrap:
     def available(self) -> str | None:
         if not os.access(self.path, os.X_OK):
             return f"bubblewrap is not installed ({self.path} missing)"
+        if not os.access(PRLIMIT, os.X_OK):
+            return f"{PRLIMIT} (util-linux) is missing: the jail's process limit cannot be set"
         return None
 
     def wrap(self, policy: dict, argv: list[str], host: HostLayout) -> list[str]:
@@ -52,9 +58,9 @@ class Bwrap:
         if mode == "compatibility":
             out += self._compatibility(policy, host)
         else:
-            out += self._strict(policy, host)
+            out += ["--disable-userns", *self._strict(policy, host)]
         out += ["--chdir", policy["workspace_write"][0] if policy["workspace_write"] else policy["workspace_read"][0]]
-        return out + ["--", *argv]
+        return out + ["--", *_nproc(policy), *argv]
 
     def _compatibility(self, policy: dict, host: HostLayout) -> list[str]:
         # Today's behaviour: the whole host, writable. What is taken away: tmuxjail's own state
@@ -62,11 +68,11 @@ class Bwrap:
         # host's processes: /proc/<pid>/root of the tmux server would otherwise reach its socket.
         # /sys is read-only: root may write module parameters and other knobs there without any
         # capability.
-        out = ["--bind", "/", "/", "--ro-bind-try", "/sys", "/sys", "--dev", "/dev", *PROC]
+        out = ["--bind", "/", "/", "--ro-bind-try", "/sys", "/sys", *_dev(policy), *PROC]
         for path in policy["protected"]:
             out += ["--ro-bind-try", path, path]
         for path in policy["hidden"]:
-            out += ["--tmpfs", path]
+            out += _tmpfs(path, MASK_BYTES)
         return out + self._tmux_masks(host)
 
     def _strict(self, policy: dict, host: HostLayout) -> list[str]:
@@ -78,15 +84,17 @@ class Bwrap:
             elif kind:
                 out += ["--symlink", kind, top]
         out += ["--ro-bind", "/etc", "/etc", "--ro-bind-try", "/opt", "/opt"]
-        out += [*PROC, "--dev", "/dev"]
-        out += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
+        lim = limits(policy)
+        out += [*PROC, *_dev(policy)]
+        out += [*_tmpfs("/tmp", lim["tmp_bytes"]), *_tmpfs("/var/tmp", lim["tmp_bytes"]),
+                *_tmpfs("/run", lim["run_bytes"])]
         if host.resolv_dir:
             out += ["--ro-bind-try", host.resolv_dir, host.resolv_dir]
         home = policy["home"]
         if policy["private_home"]:
             out += ["--bind", policy["private_home"], home]
         else:
-            out += ["--tmpfs", home]
+            out += _tmpfs(home, lim["home_bytes"])
         binds: list[tuple[str, str]] = []
         for root in policy["install_roots"]:
             if not _under(root, SYSTEM_DIRS):
@@ -103,8 +111,7 @@ class Bwrap:
         # is gone or is a link.
         for path in sorted(policy["protected"], key=_depth):
             out += ["--ro-bind", path, path]
-        for path in host.etc_secrets:
-            out += ["--ro-bind", "/dev/null", path]
+        out += _masks(host)
         visible = (*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
                    *policy["host_read"], *policy["install_roots"])
         return out + self._tmux_masks(host, within=visible)
@@ -133,11 +140,47 @@ class Bwrap:
         out: list[str] = []
         for d in host.tmux_dirs:
             if within is None or _under(d, within):
-                out += ["--tmpfs", d]
+                out += _tmpfs(d, MASK_BYTES)
         for f in host.tmux_files:
             if within is None or _under(f, within):
                 out += ["--ro-bind", "/dev/null", f]
         return out
+
+
+def limits(policy: dict) -> dict:
+    if "limits" not in policy:  # a policy recorded before limits existed
+        from ..model import Limits
+
+        return Limits().model_dump()
+    return policy["limits"]
+
+
+def _tmpfs(path: str, size: int) -> list[str]:
+    return ["--size", str(size), "--tmpfs", path]
+
+
+def _dev(policy: dict) -> list[str]:
+    """bwrap's /dev is an unsized tmpfs: give /dev/shm a sized one and make /dev itself read-only
+    (the device nodes are separate binds and stay usable)."""
+    return ["--dev", "/dev", *_tmpfs("/dev/shm", limits(policy)["tmp_bytes"]), "--remount-ro", "/dev"]
+
+
+def _nproc(policy: dict) -> list[str]:
+    """RLIMIT_NPROC, set inside the jail's user namespace, where the kernel counts it per namespace
+    (set before bwrap, it would count every process of the user on the host). The kernel never
+    enforces it for uid 0: a root-run jail has no process limit (see the README)."""
+    return [PRLIMIT, f"--nproc={limits(policy)['nproc']}", "--"]
+
+
+def _masks(host: HostLayout) -> list[str]:
+    """Files under the bound system directories that uid 0 inside could read and an ordinary user
+    could not (a root-run jail): /dev/null over files, an empty read-only tmpfs over directories."""
+    out: list[str] = []
+    for path in host.etc_secrets:
+        out += ["--ro-bind", "/dev/null", path]
+    for path in host.root_only_dirs:
+        out += [*_tmpfs(path, MASK_BYTES), "--remount-ro", path]
+    return out
 
 
 def find() -> Bwrap:
