@@ -27,6 +27,38 @@ def _userns_fix() -> str:
     return "check that your kernel and container allow user namespaces"
 
 
+def _cgroup_v2_memory() -> str | None:
+    """The cgroup v2 directory of this process when it is ours to write and offers the memory
+    controller (a delegated cgroup), else None."""
+    for line in (_read("/proc/self/cgroup") or "").splitlines():
+        if line.startswith("0::"):
+            d = "/sys/fs/cgroup" + line[3:].rstrip("/")
+            if "memory" in (_read(d + "/cgroup.controllers") or "").split() and os.access(d, os.W_OK):
+                return d
+    return None
+
+
+def limit_checks() -> list[tuple[str, str]]:
+    """What bounds a jail's resources here (defaults and [limits] in the README)."""
+    from .model import Limits
+
+    lim = Limits()
+    mib = 1 << 20
+    out = [("tmpfs sizes", f"/tmp, /var/tmp, /dev/shm {lim.tmp_bytes // mib} MiB each, /run {lim.run_bytes // mib} MiB, "
+                           f"verified home {lim.home_bytes // mib} MiB by default ([limits] in the config)")]
+    if os.getuid() == 0:
+        out.append(("process limit", "none for root-run jails: the kernel does not enforce RLIMIT_NPROC "
+                                     "for uid 0; run tmuxjail as an ordinary user for one"))
+    else:
+        out.append(("process limit", f"RLIMIT_NPROC {lim.nproc} per jail, counted in the jail's own user namespace"))
+    cg = _cgroup_v2_memory()
+    out.append(("memory limit", "none (recorded as memory=none in each policy): "
+                + (f"a delegated cgroup v2 exists ({cg}) but tmuxjail does not use it yet" if cg else
+                   "no delegated cgroup v2 with the memory controller here (a systemd user session "
+                   "with Delegate=yes provides one)")))
+    return out
+
+
 def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     from . import host
     from .sandbox import bwrap, seccomp
@@ -65,6 +97,8 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     add("XDG_RUNTIME_DIR", bool(rt) and os.path.isdir(rt), rt or "unset",
         'export XDG_RUNTIME_DIR=/run/user/$(id -u)   (log in through PAM/systemd, or create it 0700)',
         required=False)
+    for name, detail in limit_checks():
+        add(name, True, detail, required=False)
     add("store", True, str(store_path), required=False)
     add("tmux server", True, tmux.socket, required=False)
     if tmux.binary and tmux.alive():

@@ -34,8 +34,17 @@ class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
     def homes(self) -> Path:
         return self.data_dir / "homes"
 
-    def private_home(self, provider: str, env_name: str) -> Path:
-        return self.homes / provider / env_name
+    def private_home(self, provider: str, env_name: str, workspace: str | None = None) -> Path:
+        """One home per provider and workspace by default: what one project's agent plants there
+        (shell rc files, CLI plugins and settings, caches) must not follow the user into the next
+        project. `--env NAME` names a home shared on purpose by every workspace that names it."""
+        if env_name != "default" or workspace is None:
+            return self.homes / provider / env_name
+        import hashlib
+        import re
+
+        base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:24] or "ws"
+        return self.homes / provider / f"ws-{base}-{hashlib.sha256(workspace.encode()).hexdigest()[:12]}"
 
     def own_dirs(self) -> tuple[Path, ...]:
         return (self.config_dir, self.state_dir, self.data_dir)

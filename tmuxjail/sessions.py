@@ -135,7 +135,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     facts = policy.Facts(
         home=home, uid=os.getuid(), user=pw.pw_name, login_shell=identity.login_shell(),
         own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),
-        private_home=str(p.private_home(provider, env_name)),
+        private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=_git_paths(workspaces) if mode.strict else (),
         realpaths=host.realpaths(declared), limits=cfg.limits,
