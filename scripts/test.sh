@@ -8,6 +8,7 @@ needs "tmux:command -v tmux" \
   "bubblewrap:test -x /usr/bin/bwrap" \
   "git:command -v git" \
   "perl:command -v perl" \
+  "openssh-client:command -v ssh-agent" \
   "python3-venv:python3 -c 'import ensurepip'" \
   "python3:test -x /usr/bin/python3"
 # A real install (not editable), so the packaging of adapters/ and profiles/ is tested too.

@@ -72,11 +72,14 @@ def layout(tmux_socket: str | None, env: dict) -> HostLayout:
     if uid == 0:
         unreadable, hidden_dirs = root_only()
         secrets.update(unreadable)
+    tmux_dirs = tuple(sorted(d for d in dirs if os.path.isdir(d)))
+    # Our own server may not run yet: tmuxjail starts it before the jail, so mask it anyway.
+    tmux_files = tuple(sorted(f for f in files if f in ours or os.path.exists(f)))
     return HostLayout(
+        agent_socket=agent_socket(env.get("SSH_AUTH_SOCK"), uid, (*tmux_dirs, *tmux_files)),
         top=top,
-        tmux_dirs=tuple(sorted(d for d in dirs if os.path.isdir(d))),
-        # Our own server may not run yet: tmuxjail starts it before the jail, so mask it anyway.
-        tmux_files=tuple(sorted(f for f in files if f in ours or os.path.exists(f))),
+        tmux_dirs=tmux_dirs,
+        tmux_files=tmux_files,
         etc_secrets=tuple(sorted(secrets)),
         root_only_dirs=hidden_dirs,
         resolv_dir=resolv,
@@ -249,6 +252,31 @@ def mac_layout(policy: dict, tmux_socket: str | None, env: dict, tty: str | None
         session_tmp=session_tmp,
         realpaths={p: real(p) for p in names if p},
     )
+
+
+def agent_socket(path: str | None, uid: int, avoid=()) -> str | None:
+    """SSH_AUTH_SOCK when it is safe to bind into a jail, else None: an absolute canonical path
+    with no symlink in it, a socket owned by the user, in a directory the user owns that nobody
+    else can write, and nothing of tmux's (a socket there would reach the tmux server)."""
+    if not path or not os.path.isabs(path) or os.path.normpath(path) != path:
+        return None
+    if any(path == a or path.startswith(a.rstrip("/") + "/") for a in avoid):
+        return None
+    prefix = ""
+    for part in path.strip("/").split("/"):
+        prefix += "/" + part
+        try:
+            st = os.lstat(prefix)
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return None
+    parent = os.lstat(os.path.dirname(path))
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != uid:
+        return None
+    if parent.st_uid != uid or parent.st_mode & 0o022:
+        return None
+    return path
 
 
 def realpaths(paths) -> dict[str, str]:

@@ -33,6 +33,9 @@ class HostLayout:
     session_tmp: str | None = None
     # lexical path -> canonical path, for every path the policy names (host.mac_layout).
     realpaths: dict[str, str] = field(default_factory=dict)
+    # The caller's ssh-agent socket, checked (a socket of the user's, no symlink on the way, in a
+    # directory only the user can write): bound when the policy grants the ssh-agent capability.
+    agent_socket: str | None = None
 
 
 class Backend(Protocol):

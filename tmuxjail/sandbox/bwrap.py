@@ -111,7 +111,7 @@ class Bwrap:
         # is gone or is a link.
         for path in sorted(policy["protected"], key=_depth):
             out += ["--ro-bind", path, path]
-        out += _masks(host)
+        out += _masks(host) + _agent(policy, host)
         visible = (*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
                    *policy["host_read"], *policy["install_roots"])
         return out + self._tmux_masks(host, within=visible)
@@ -181,6 +181,14 @@ def _masks(host: HostLayout) -> list[str]:
     for path in host.root_only_dirs:
         out += [*_tmpfs(path, MASK_BYTES), "--remount-ro", path]
     return out
+
+
+def _agent(policy: dict, host: HostLayout) -> list[str]:
+    """The ssh-agent capability: the checked socket, at its own path (SSH_AUTH_SOCK is passed
+    unchanged). Read-only is enough to connect to a socket, and keeps it from being replaced."""
+    if "ssh-agent" in policy["capabilities"] and policy["mode"] == "verified" and host.agent_socket:
+        return ["--ro-bind", host.agent_socket, host.agent_socket]
+    return []
 
 
 def find() -> Bwrap:
