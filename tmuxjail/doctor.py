@@ -47,8 +47,13 @@ def limit_checks() -> list[tuple[str, str]]:
     out = [("tmpfs sizes", f"/tmp, /var/tmp, /dev/shm {lim.tmp_bytes // mib} MiB each, /run {lim.run_bytes // mib} MiB, "
                            f"verified home {lim.home_bytes // mib} MiB by default ([limits] in the config)")]
     if os.getuid() == 0:
-        out.append(("process limit", "none for root-run jails: the kernel does not enforce RLIMIT_NPROC "
-                                     "for uid 0; run tmuxjail as an ordinary user for one"))
+        from .sandbox import pids
+
+        found = pids.hierarchy()
+        out.append(("process limit", f"{lim.nproc} per root-run jail, in a pids cgroup under {found[0]}/{pids.GROUP} "
+                                     "(the kernel ignores RLIMIT_NPROC for uid 0)" if found else
+                    "none for root-run jails: no pids cgroup controller here, and the kernel ignores "
+                    f'RLIMIT_NPROC for uid 0; starts refuse unless accept_missing_guards = ["{pids.GUARD}"]'))
     else:
         out.append(("process limit", f"RLIMIT_NPROC {lim.nproc} per jail, counted in the jail's own user namespace"))
     cg = _cgroup_v2_memory()

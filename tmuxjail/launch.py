@@ -94,6 +94,21 @@ def own_session_keyring() -> None:
             die(f"cannot give the jail its own session keyring: {os.strerror(err)}", EXIT_UNAVAILABLE)
 
 
+def root_process_limit(policy: dict, session_id: str) -> None:
+    """RLIMIT_NPROC means nothing to uid 0: a root-run jail gets a pids cgroup instead. A host
+    without a pids controller was refused (or accepted by the operator) at start."""
+    from .sandbox import pids
+
+    nproc = (policy.get("limits") or {}).get("nproc")
+    if not nproc or pids.hierarchy() is None:
+        return
+    name = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] + f"-{os.getpid()}"
+    try:
+        pids.join(int(nproc), name)
+    except OSError as exc:
+        die(f"cannot put this root-run jail into its pids cgroup: {exc}", EXIT_UNAVAILABLE)
+
+
 def pane_command(python: str, fp: str, spec: str) -> list[str]:
     """The pane's argv: this launcher, from the installed package the caller runs."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -120,6 +135,8 @@ def main(argv: list[str]) -> None:
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
     own_session_keyring()
+    if os.getuid() == 0:
+        root_process_limit(policy, str(spec["session_id"]))
     keep = (seccomp_fd(spec["machine"], policy.get("mode") != "compatibility"),
             os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
     if spec.get("landlock_scope"):

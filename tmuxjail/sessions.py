@@ -116,6 +116,8 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
             hint=f'upgrade to Linux 6.12+, or accept the gap: accept_missing_guards = ["{landlock.GUARD}"] in the config',
         )
 
+    if not unguarded:
+        _check_root_process_limit(cfg)
     store = ctx.store
     path_env = ctx.env.get("PATH", os.defpath)
     if provider == "shell":
@@ -177,6 +179,18 @@ def _warn_git_write(pol: dict) -> None:
     if pol["mode"] != "compatibility" and GIT_WRITE in pol["capabilities"]:
         sys.stderr.write(f"tmuxjail: warning: {GIT_WRITE}: the agent may change .git in the workspaces; "
                          "hooks and config it writes there will run on the host at your next git command\n")
+
+
+def _check_root_process_limit(cfg) -> None:
+    """A root-run jail's process limit needs a pids cgroup (the kernel ignores RLIMIT_NPROC for
+    uid 0): refuse when there is none, unless the operator accepted the gap."""
+    from .sandbox import pids
+
+    if os.getuid() == 0 and pids.hierarchy() is None and pids.GUARD not in cfg.accept_missing_guards:
+        raise SandboxUnavailable(
+            "a root-run jail needs a pids cgroup for its process limit, and this host has none",
+            hint=f'run tmuxjail as an ordinary user, or accept the gap: accept_missing_guards = ["{pids.GUARD}"] in the config',
+        )
 
 
 def _approval_for(store, profile, pol: dict) -> dict:
