@@ -81,6 +81,8 @@ def test_only_a_safe_agent_socket_is_bound(tmp_path):
     assert agent_socket(str(d / "sock"), uid) == str(d / "sock")
     (tmp_path / "link").symlink_to(d)
     assert agent_socket(str(tmp_path / "link" / "sock"), uid) is None
+    (tmp_path / "up").symlink_to(tmp_path)  # a symlink higher up the path
+    assert agent_socket(str(tmp_path / "up" / "a" / "sock"), uid) is None
     assert agent_socket(str(d / "sock"), uid, avoid=(str(d),)) is None
     assert agent_socket(str(d / "nope"), uid) is None and agent_socket("rel/sock", uid) is None
     (d / "file").write_text("x")
