@@ -366,5 +366,7 @@ def test_private_files_and_directories_modes(jail_env):
         watcher.join()
     assert seen, "never saw a spec in the spool"
     assert set(seen.values()) == {0o600}, {k: oct(v) for k, v in seen.items()}
-    for d in (env.state_dir, spool, env.home / ".local/share/tmuxjail", env.home / ".local/share/tmuxjail/homes/codex/default"):
+    homes = sorted((env.home / ".local/share/tmuxjail/homes/codex").glob("ws-*"))  # one per workspace
+    assert len(homes) == 1, homes
+    for d in (env.state_dir, spool, env.home / ".local/share/tmuxjail", *homes):
         assert stat.S_IMODE(d.stat().st_mode) == 0o700, (d, oct(d.stat().st_mode))
