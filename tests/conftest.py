@@ -40,6 +40,7 @@ class Env:
             shutil.copy(STANDIN, dst)
             dst.chmod(0o755)
         self.socket = f"tjtest-{uuid.uuid4().hex[:8]}"
+        self.flags = ["-L", self.socket]  # how tmuxjail and tmux address this test's server
         self.vars = {
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.home / ".config"),
@@ -51,6 +52,22 @@ class Env:
             "TERM": "xterm-256color",
             "SHELL": "/bin/sh",
         }
+
+    def use_default_server(self, locale: str = "C") -> None:
+        """Address the server as a newcomer does: no -L/-S, tmux's default server, in a
+        TMUX_TMPDIR of this test's own with no tmux-UID directory yet (a fresh account or a
+        reboot), and a non-UTF-8 locale (cron, ssh without LANG)."""
+        tmpdir = self.root / "tmux-tmpdir"
+        tmpdir.mkdir(exist_ok=True)
+        self.vars["TMUX_TMPDIR"] = str(tmpdir)
+        self.vars.pop("LANG", None)
+        self.vars["LC_ALL"] = locale
+        self.default_socket = str(tmpdir / f"tmux-{os.getuid()}" / "default")
+        self.flags = []
+
+    @property
+    def tmux_flags(self) -> list[str]:
+        return self.flags or ["-S", self.default_socket]
 
     @property
     def config_dir(self) -> Path:
@@ -75,7 +92,7 @@ class Env:
     def run(self, *args, check=False, cwd=None, env_extra=None, timeout=60) -> subprocess.CompletedProcess:
         env = self.environ(PWD=str(cwd or self.ws), **(env_extra or {}))
         proc = subprocess.run(
-            [sys.executable, "-P", "-m", "tmuxjail", "-L", self.socket, *args],  # -P: no cwd on sys.path, like the console script
+            [sys.executable, "-P", "-m", "tmuxjail", *self.flags, *args],  # -P: no cwd on sys.path, like the console script
             cwd=cwd or self.ws, env=env, capture_output=True, text=True, timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
@@ -90,7 +107,7 @@ class Env:
         return json.loads(proc.stdout)
 
     def tmux(self, *args, check=True) -> str:
-        proc = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
+        proc = subprocess.run(["tmux", *self.tmux_flags, *args], capture_output=True, text=True,
                               env=self.environ())
         if check and proc.returncode != 0:
             raise AssertionError(f"tmux {args}: {proc.stderr}")
@@ -113,7 +130,7 @@ class Env:
         (self.ws / f".standin-{name}.report").unlink(missing_ok=True)
 
     def kill(self):
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        subprocess.run(["tmux", *self.tmux_flags, "kill-server"], capture_output=True, env=self.environ())
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 `capture-pane` call for all of them, joined into rows. Stdlib only: no pydantic, structlog or
 libtmux on this path, so it answers in tens of milliseconds.
 
-Statuses of a session's row: running, exited (with its exit status), gone (no tmux session or
-pane any more), failed (the sandbox did not start), stopped (with --all), and, with --check,
+Statuses of a session's row: running, exited (with its exit status), killed (with the signal),
+gone (no tmux session or pane any more), failed (the sandbox did not start), stopped (with --all), and, with --check,
 mismatch (a resume would be refused: the reason codes say why). Every other pane of a session
 tmuxjail owns gets a row of its own: a shell inside the same jail (`tmuxjail shell`, or a
 new-window/split through the session's default-command) is `running`/`exited` with kind `shell`;
@@ -22,7 +22,7 @@ from .panes import kind as pane_kind
 from .panes import placement
 
 COLUMNS = ("NAME", "PROVIDER", "MODE", "STATUS", "AGENT", "KIND", "PANE", "FINGERPRINT", "WORKSPACE")
-COLORS = {"running": "32", "exited": "33", "gone": "2", "stopped": "2", "failed": "31",
+COLORS = {"running": "32", "exited": "33", "killed": "31", "gone": "2", "stopped": "2", "failed": "31",
           "mismatch": "1;31", "unjailed": "1;7;31", "working": "36", "waiting": "1;33"}
 
 
@@ -101,11 +101,24 @@ def _base(row, pane, kind: str) -> dict:
 
 
 def _pane_status(d: dict, pane) -> None:
-    if pane.pane_dead == "1":
+    if pane.pane_dead == "1" and pane.dead_signal:
+        # Killed by a signal: tmux leaves pane_dead_status empty; it is not an exit(0).
+        d["status"] = "killed"
+        d["signal"] = _signal_name(pane.dead_signal)
+    elif pane.pane_dead == "1":
         d["status"] = "exited"
-        d["exit_status"] = int(pane.pane_dead_status or 0)
+        d["exit_status"] = int(pane.pane_dead_status) if pane.pane_dead_status.isdigit() else None
     else:
         d["status"] = "running"
+
+
+def _signal_name(num: str) -> str:
+    import signal
+
+    try:
+        return signal.Signals(int(num)).name
+    except ValueError:
+        return f"signal {num}"
 
 
 def _check(ctx, records, out: list[dict]) -> None:
@@ -148,7 +161,9 @@ def public(rows_: list[dict]) -> list[dict]:
 def _status_text(d: dict) -> str:
     s = d["status"]
     if s == "exited":
-        return f"exited({d.get('exit_status', '?')})"
+        return f"exited({'?' if d.get('exit_status') is None else d['exit_status']})"
+    if s == "killed":
+        return f"killed({d.get('signal', '?')})"
     if s == "mismatch":
         return f"mismatch({','.join(d.get('reasons', []))})"
     return s

@@ -141,7 +141,7 @@ def resume_menu(ctx, client: str | None, pane: str | None) -> list[str]:
     keys = iter(KEYS)
     found = False
     for d in rows(ctx, activity=False):
-        if d["kind"] != "agent" or d["status"] not in ("running", "exited", "gone"):
+        if d["kind"] != "agent" or d["status"] not in ("running", "exited", "killed", "gone"):
             continue
         found = True
         text = label(f"{d['name']:<24} {d['provider']}/{d['mode']}  {d['status']}")

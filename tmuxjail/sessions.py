@@ -402,7 +402,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     except BaseException as exc:
         store.update_session(row.id, status="failed", failure=str(exc)[:500])
         raise
-    store.update_session(row.id, tmux_pane=pane)
+    # Where the server really put its socket (tmux falls back from a TMUX_TMPDIR it cannot use).
+    store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket())
     # Placed in the current session, the new window or split is already in front of the user.
     return _after_launch(ctx, row.id, name, pane, status, unguarded, "start", pol, fp, opts.detach or place is not None)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 from collections import namedtuple
@@ -18,15 +19,31 @@ from .errors import TmuxjailError, UsageError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 MIN_VERSION = (3, 2)
-SEP = "\x1f"  # unit separator: never in names, paths we accept, or fingerprints
 CLIENT_ENV = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ",
     "TMUX_TMPDIR", "DISPLAY", "WAYLAND_DISPLAY",
 })
 PANE_FIELDS = (
     "session_name", "window_id", "pane_id", "pane_pid", "pane_dead", "pane_dead_status",
-    "pane_current_command", "@tmuxjail_id", "@tmuxjail_fp", "pane_start_command",
+    "pane_current_command", "@tmuxjail_id", "@tmuxjail_fp", "pane_start_command", "pane_dead_signal",
 )
+
+
+def _marks() -> tuple[str, str]:
+    """A field and a record separator for one format. Printable ASCII: in a non-UTF-8 locale
+    (LC_ALL=C) tmux prints control characters such as \x1f as `_`. Random per call: a pane
+    controls its command name and screen, and must not be able to forge a separator."""
+    t = secrets.token_hex(8)
+    return f"~F{t}~", f"~R{t}~"
+
+
+def default_socket(name: str, env) -> str:
+    """Where tmux puts the socket of `-L name`: in $TMUX_TMPDIR/tmux-UID, falling back to
+    /tmp/tmux-UID when TMUX_TMPDIR is unset or not a directory (tmux 3.3 does the same)."""
+    for tmpdir in (env.get("TMUX_TMPDIR"), "/tmp"):
+        if tmpdir and os.path.isabs(tmpdir) and os.path.isdir(tmpdir):
+            return os.path.join(os.path.realpath(tmpdir), f"tmux-{os.getuid()}", name)
+    return os.path.join("/tmp", f"tmux-{os.getuid()}", name)
 
 
 def check_name(name: str) -> str:
@@ -52,7 +69,7 @@ def parse_version(text: str) -> tuple[int, int, str]:
 
 
 Pane = namedtuple("Pane", "session_name window_id pane_id pane_pid pane_dead pane_dead_status "
-                         "pane_current_command tmuxjail_id tmuxjail_fp start_command")
+                         "pane_current_command tmuxjail_id tmuxjail_fp start_command dead_signal")
 
 
 class Tmux:
@@ -66,20 +83,36 @@ class Tmux:
         self.inside = env.get("TMUX", "")
         if socket_name and socket_path:
             raise UsageError("use either -L or -S, not both")
-        if socket_name:
-            self.base = ["-L", socket_name]
-            tmpdir = env.get("TMUX_TMPDIR") or "/tmp"
-            self.socket = os.path.join(tmpdir, f"tmux-{os.getuid()}", socket_name)
-        elif socket_path:
+        if socket_path:
             self.socket = os.path.abspath(socket_path)
             self.base = ["-S", self.socket]
-        elif self.inside:
+        elif self.inside and not socket_name:
             self.socket = self.inside.split(",")[0]
             self.base = ["-S", self.socket]
         else:
-            tmpdir = env.get("TMUX_TMPDIR") or "/tmp"
-            self.socket = os.path.join(tmpdir, f"tmux-{os.getuid()}", "default")
-            self.base = ["-S", self.socket]
+            # -L, never -S, for the default server too: with -L tmux creates its socket
+            # directory (a fresh account, after a reboot); with -S it refuses and exits 0.
+            self.base = ["-L", socket_name or "default"]
+            self.socket = default_socket(socket_name or "default", env)
+
+    @classmethod
+    def at(cls, socket: str, env: dict | None = None) -> "Tmux":
+        """The server whose socket is at this path: as -L when tmux would put it there itself
+        (so tmux may recreate its directory), else as -S."""
+        env = os.environ if env is None else env
+        env = {k: v for k, v in env.items() if k != "TMUX"}
+        name = os.path.basename(socket)
+        if default_socket(name, env) == socket:
+            return cls(socket_name=name, env=env)
+        return cls(socket_path=socket, env=env)
+
+    def refresh_socket(self) -> str:
+        """The socket path as the running server reports it (after it exists)."""
+        proc = self.run("display-message", "-p", "#{socket_path}", check=False)
+        path = proc.stdout.strip()
+        if proc.returncode == 0 and path.startswith("/"):
+            self.socket = path
+        return self.socket
 
     def require(self) -> str:
         if not self.binary:
@@ -100,6 +133,16 @@ class Tmux:
         out = subprocess.run([self.require(), "-V"], capture_output=True, text=True)
         return out.stdout.strip()
 
+    @staticmethod
+    def first_line(proc: subprocess.CompletedProcess, what: str) -> str:
+        """The first line tmux printed, or an error that says why there is none (tmux may print an
+        error and still exit 0, e.g. for -S in a directory that does not exist)."""
+        lines = proc.stdout.strip().splitlines()
+        if not lines:
+            err = (proc.stderr or "").strip().splitlines()
+            raise TmuxjailError(f"tmux {what}: {err[-1] if err else 'printed nothing'}")
+        return lines[0]
+
     def alive(self) -> bool:
         return bool(self.binary) and os.path.exists(self.socket) and \
             self.run("list-sessions", "-F", "x", check=False).returncode == 0
@@ -119,7 +162,7 @@ class Tmux:
             args += [";", "set-option", "-t", target, key, value]
         args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
         args += self._option_args(target, options)
-        return self.run(*args).stdout.strip().splitlines()[0]
+        return self.first_line(self.run(*args), "new-session")
 
     def new_pane(self, how: str, target: str, argv: list[str], cwd: str, options: dict[str, str],
                  detach: bool = False, split: str = "v") -> str:
@@ -131,7 +174,7 @@ class Tmux:
         else:
             args = ["split-window", "-h" if split == "h" else "-v", "-t", target]
         args += [*(["-d"] if detach else []), "-c", start_dir(cwd), "-P", "-F", "#{pane_id}", *argv]
-        pane = self.run(*args).stdout.strip().splitlines()[0]
+        pane = self.first_line(self.run(*args), args[0])
         # A second call: tmux cannot target the new pane later in the same command list. The
         # launcher takes tens of milliseconds before it can fail, so the pane is still there.
         rest = ["set-option", "-p", "-t", pane, "remain-on-exit", "on",
@@ -148,7 +191,7 @@ class Tmux:
         """The visible screen of each pane, in one tmux call (a marker line between them)."""
         if not panes:
             return {}
-        mark = "\x1etmuxjail-capture\x1e"
+        mark = "tmuxjail-capture" + _marks()[0]
         args: list[str] = []
         for p in panes:
             args += ["display-message", "-p", "-t", p, mark + p, ";", "capture-pane", "-p", "-t", p, ";"]
@@ -180,13 +223,14 @@ class Tmux:
     def panes(self) -> list[Pane]:
         if not self.binary or not os.path.exists(self.socket):
             return []
-        fmt = SEP.join("#{%s}" % f for f in PANE_FIELDS)
+        sep, end = _marks()
+        fmt = sep.join("#{%s}" % f for f in PANE_FIELDS) + end
         proc = self.run("list-panes", "-a", "-F", fmt, check=False)
         if proc.returncode != 0:
             return []
         out = []
-        for line in proc.stdout.splitlines():
-            parts = line.split(SEP)
+        for record in proc.stdout.split(end + "\n"):
+            parts = record.split(sep)
             if len(parts) == len(PANE_FIELDS):
                 out.append(Pane(*parts))
         return out

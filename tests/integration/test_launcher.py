@@ -97,6 +97,9 @@ def test_fingerprint_the_store_does_not_hold_is_refused(jail_env, tmp_path):
 def test_stop_will_not_kill_a_tmux_session_that_is_not_ours(jail_env):
     env = jail_env
     env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "app", "--detach")
+    # Another session first: killing the server's only session makes it exit (exit-empty), and a
+    # new-session racing that exit fails ("server exited unexpectedly").
+    env.tmux("new-session", "-d", "-s", "holder", "sleep 600")
     env.tmux("kill-session", "-t", "=app")
     env.tmux("new-session", "-d", "-s", "app", "sleep 600")  # someone else's session, same name
     proc = env.run("stop", "app")
