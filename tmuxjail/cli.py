@@ -77,6 +77,8 @@ def _parser():
     ls.add_argument("--check", action="store_true",
                     help="recompute each policy as resume would, and show `mismatch` with reason codes (slower)")
     ls.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour the table (auto: on a terminal)")
+    ls.add_argument("--server", metavar="SERVER",
+                    help="only sessions of this tmux server (its -L name or socket path; default: every server)")
     lf = ls.add_mutually_exclusive_group()
     lf.add_argument("--json", action="store_true", help="print a JSON array")
     lf.add_argument("--ndjson", action="store_true", help="print one JSON object per line")
@@ -205,6 +207,11 @@ def _attach(result: dict, json_out: bool) -> None:
     argv = result.get("attach")
     if not argv:
         return
+    if "attach-session" in argv and os.environ.get("TMUX") and not json_out:
+        # Inside another tmux server (the session runs where it was started): tmux refuses a
+        # nested attach, so say how instead.
+        print(f"{result.get('name')} runs on another tmux server; attach from outside tmux with: {' '.join(argv)}")
+        return
     if json_out or not (sys.stdin.isatty() and sys.stdout.isatty()):
         if not json_out:
             print(f"attach with: {' '.join(argv[:1] + argv[1:])}")
@@ -223,6 +230,10 @@ def _bring(tmux, result: dict, args, json_out: bool, target: str | None = None) 
     """Show the user the session: switch the given client (key bindings), else attach from outside
     tmux or switch-client from inside, unless --detach."""
     client = getattr(args, "client", None)
+    if client and result.get("tmux_socket") not in (None, tmux.socket) and not getattr(args, "detach", False):
+        print(f"{result.get('name')} runs on the tmux server at {result['tmux_socket']}: "
+              f"tmux -S {result['tmux_socket']} attach -t ={result['tmux_session']}")
+        return
     if client and not getattr(args, "detach", False):
         tmux.switch_client(client, target or result.get("tmux_pane") or f"={result['tmux_session']}")
         return
@@ -361,7 +372,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
     if args.command == "list":
         from . import listing
 
-        rows = listing.rows(ctx, include_stopped=args.all, check=args.check)
+        rows = listing.rows(ctx, include_stopped=args.all, check=args.check, server=args.server)
         fmt = "json" if json_out else "ndjson" if args.ndjson else "table"
         text = listing.render(rows, fmt, listing.use_color(args.color, sys.stdout),
                               listing.width(sys.stdout, os.environ), os.environ.get("HOME", ""))

@@ -17,6 +17,7 @@ a quarter of a second per provider. The key-table popup passes --check."""
 from __future__ import annotations
 
 import json
+import os
 
 from .panes import kind as pane_kind
 from .panes import placement
@@ -26,22 +27,45 @@ COLORS = {"running": "32", "exited": "33", "killed": "31", "gone": "2", "stopped
           "mismatch": "1;31", "unjailed": "1;7;31", "working": "36", "waiting": "1;33"}
 
 
-def rows(ctx, include_stopped: bool = False, check: bool = False, activity: bool = True) -> list[dict]:
+def rows(ctx, include_stopped: bool = False, check: bool = False, activity: bool = True,
+         server: str | None = None) -> list[dict]:
+    """Sessions on every tmux server they were started on (one list-panes per server), or only
+    those of `server` (a -L name or a socket path)."""
+    from .sessions import server_of
+
     records = ctx.readonly_store().sessions(include_stopped)
-    all_panes = ctx.tmux.panes()
-    by_session: dict[str, list] = {}
-    for p in all_panes:
-        by_session.setdefault(p.session_name, []).append(p)
+    if server is not None:
+        records = [r for r in records if server in (r.tmux_socket, server_label(r.tmux_socket, ctx.env))]
+    servers: dict[str | None, tuple] = {}
     out: list[dict] = []
     for row in records:
-        if row.tmux_socket and row.tmux_socket != ctx.tmux.socket and row.status != "stopped":
-            continue  # a session of another tmux server
+        if row.tmux_socket not in servers:
+            tmux = server_of(ctx, row)
+            all_panes = tmux.panes()
+            by_session: dict[str, list] = {}
+            for p in all_panes:
+                by_session.setdefault(p.session_name, []).append(p)
+            servers[row.tmux_socket] = (tmux, all_panes, by_session)
+        _, all_panes, by_session = servers[row.tmux_socket]
         out += session_rows(ctx, row, all_panes, by_session)
     if check:
         _check(ctx, records, out)
     if activity:
-        _activity(ctx, out)
+        for socket, (tmux, _, _) in servers.items():
+            _activity(tmux, [d for d in out if d["tmux_socket"] == socket])
     return out
+
+
+def server_label(socket: str | None, env) -> str:
+    """A -L name when tmux would put that socket there itself, else the socket path."""
+    if not socket:
+        return "-"
+    import os
+
+    from .tmux import default_socket
+
+    name = os.path.basename(socket)
+    return name if default_socket(name, env) == socket else socket
 
 
 def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
@@ -51,9 +75,8 @@ def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
         for p in all_panes:
             by_session.setdefault(p.session_name, []).append(p)
     out: list[dict] = []
-    here = row.tmux_socket == ctx.tmux.socket and row.status != "stopped"
     owned = placement(row) == "session"
-    if not here:
+    if row.status == "stopped":
         panes = []
     elif owned:
         panes = by_session.get(row.tmux_session, [])
@@ -92,7 +115,8 @@ def _base(row, pane, kind: str) -> dict:
         "id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
         "status": None, "kind": kind, "agent": None,
         "fingerprint": row.fingerprint, "workspace": row.workspace, "created_at": row.created_at,
-        "tmux_socket": row.tmux_socket, "tmux_session": row.tmux_session,
+        "tmux_socket": row.tmux_socket, "server": server_label(row.tmux_socket, os.environ),
+        "tmux_session": row.tmux_session,
         "tmux_pane": pane.pane_id if pane is not None else None,
         "private_home": row.private_home, "env_name": row.env_name,
         "native_session_id": row.native_id, "placement": placement(row),
@@ -144,11 +168,11 @@ def _check(ctx, records, out: list[dict]) -> None:
             d["reasons"] = reasons or ["tampered"]
 
 
-def _activity(ctx, out: list[dict]) -> None:
+def _activity(tmux, out: list[dict]) -> None:
     from .activity import guess
 
     live = [d for d in out if d["status"] == "running" and d["kind"] in ("agent", "shell")]
-    screens = ctx.tmux.captures([d["tmux_pane"] for d in live if d["kind"] == "agent"
+    screens = tmux.captures([d["tmux_pane"] for d in live if d["kind"] == "agent"
                                  and d["provider"] != "shell"])
     for d in live:
         d["agent"] = guess(d["provider"], screens.get(d["tmux_pane"], ""), d["_foreground"], d["kind"])
@@ -174,14 +198,14 @@ MIN_WORKSPACE = 12
 WANT_WORKSPACE = 32
 
 
-def _cells(d: dict, short_fp: bool, home: str) -> list[str]:
+def _cells(d: dict, short_fp: bool, home: str, servers: bool = False) -> list[str]:
     fp = d["fingerprint"]
     fp_text = "-" if not fp else (fp[7:15] + "…") if short_fp else (fp[:19] + "…")
     ws = d["workspace"] or "-"
     if home and home != "/" and (ws == home or ws.startswith(home.rstrip("/") + "/")):
         ws = "~" + ws[len(home.rstrip("/")):]
     return [d["name"], d["provider"], d["mode"] or "-", _status_text(d), d["agent"] or "-",
-            d["kind"], d["tmux_pane"] or "-", fp_text, ws]
+            d["kind"], d["tmux_pane"] or "-", fp_text, *([d.get("server") or "-"] if servers else []), ws]
 
 
 def _shorten(path: str, width: int) -> str:
@@ -192,15 +216,17 @@ def _shorten(path: str, width: int) -> str:
 def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str], list[list[str]]]:
     """Columns and cells that fit `width` (None: as wide as they are): first the fingerprint and
     the home directory get shorter, then columns go in DROP_ORDER, then the workspace's start."""
-    cols = list(COLUMNS)
-    body = [_cells(d, False, "") for d in rows_]
+    # A SERVER column once sessions run on more than one tmux server.
+    servers = len({d.get("server") for d in rows_}) > 1
+    cols = list(COLUMNS) if not servers else [*COLUMNS[:-1], "SERVER", COLUMNS[-1]]
+    body = [_cells(d, False, "", servers) for d in rows_]
 
     def total() -> int:
         return sum(max(len(x) for x in col) for col in zip(cols, *body)) + 2 * (len(cols) - 1)
 
     if width is None or total() <= width:
         return cols, body
-    body = [_cells(d, True, home) for d in rows_]
+    body = [_cells(d, True, home, servers) for d in rows_]
     ws_full = max(len(r[-1]) for r in [cols, *body])
     for name in DROP_ORDER:  # a column goes before the workspace gets shorter than WANT_WORKSPACE
         if total() - ws_full + min(ws_full, WANT_WORKSPACE) <= width:

@@ -128,9 +128,9 @@ def shell(ctx, name: str, detach: bool = False) -> dict:
     from . import sessions
 
     row = _live_row(ctx, name)
-    if row.tmux_socket != ctx.tmux.socket or not ctx.tmux.has_session(row.tmux_session):
-        raise UsageError(f"{row.name} is not running on this tmux server",
-                         hint=f"resume it first: tmuxjail resume {row.name}")
+    ctx = sessions.where_it_runs(ctx, row, "shell")  # its own server, whatever -L/-S/TMUX say
+    if not ctx.tmux.has_session(row.tmux_session):
+        raise UsageError(f"{row.name} is not running", hint=f"resume it first: tmuxjail resume {row.name}")
     _checked_policy(ctx, row)  # refuse here, with an exit code, rather than in a dead pane
     cwd = json.loads(row.request)["workspaces"][0]
     pane = ctx.tmux.new_pane("window", f"={row.tmux_session}:", pane_argv(row.id, row.fingerprint), cwd,

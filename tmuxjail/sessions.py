@@ -44,6 +44,36 @@ class Context:
 
         return self._store or Store(self.paths.store, readonly=True)
 
+    def on(self, tmux: Tmux) -> "Context":
+        """The same caller, against another tmux server."""
+        if tmux is self.tmux:
+            return self
+        other = Context(tmux, self.env, self.paths)
+        other._store = self._store
+        return other
+
+
+def server_of(ctx: Context, row) -> Tmux:
+    """The tmux server a session was started on, whatever -L/-S/TMUX say today."""
+    if not row.tmux_socket or row.tmux_socket == ctx.tmux.socket:
+        return ctx.tmux
+    return Tmux.at(row.tmux_socket, ctx.env)
+
+
+def where_it_runs(ctx: Context, row, action: str) -> Context:
+    """The context to act on a session in: on its own server. A server that is gone is fine
+    (nothing of the session runs any more); one that exists but cannot be reached is refused
+    with the command that reaches it, so nothing is started twice or recorded as stopped while
+    it still runs."""
+    server = server_of(ctx, row)
+    why = server.unreachable()
+    if why:
+        raise TmuxjailError(
+            f"{row.name} runs on the tmux server at {row.tmux_socket}, which cannot be reached: {why}",
+            hint=f"from a tmux that can reach it: tmux -S {row.tmux_socket} attach -t ={row.tmux_session}"
+                 f"   (then: tmuxjail {action} {row.name})")
+    return ctx.on(server)
+
 
 StartOptions = namedtuple(
     "StartOptions",
@@ -467,6 +497,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     if not row.fingerprint or not row.policy:
         raise _refuse(row, ["tampered"], f"{name} has no recorded fingerprint; refusing to resume it",
                       "start a new session")
+    ctx = where_it_runs(ctx, row, "resume")
     fp, pol, reasons = recompute(ctx, row)
     if fp != row.fingerprint and accept_changes and reasons and "tampered" not in reasons:
         return _accept_changes(ctx, row, fp, pol, reasons, detach)
@@ -516,7 +547,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
 
         pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts,
                                     session_options=panes.session_options(row.id, fp))
-    store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.socket, status="starting")
+    store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
     return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
 
 
@@ -539,7 +570,7 @@ def _accept_changes(ctx: Context, row, fp: str, pol: dict, reasons: list[str], d
     store.event("accept-changes", row.id, old=row.fingerprint, new=fp, reasons=reasons,
                 approval=approval["id"] if approval else None)
     log.info("accept_changes", session=row.name, old=row.fingerprint, new=fp, reasons=reasons)
-    if row.tmux_socket == ctx.tmux.socket and ctx.tmux.has_session(row.tmux_session):
+    if ctx.tmux.has_session(row.tmux_session):  # ctx is the session's own server (resume)
         ctx.tmux.kill_session(row.tmux_session)
     store.update_session(row.id, fingerprint=fp, policy=json.dumps(pol, sort_keys=True),
                          approval_id=approval["id"] if approval else row.approval_id)
@@ -564,7 +595,7 @@ def describe(ctx: Context, row) -> dict:
     """The session as `list` shows it (one source for statuses)."""
     from .listing import session_rows
 
-    out = session_rows(ctx, row, ctx.tmux.panes())[0]
+    out = session_rows(ctx, row, server_of(ctx, row).panes())[0]
     out.pop("_foreground", None)
     return out
 
@@ -601,10 +632,10 @@ def stop(ctx: Context, name: str) -> dict:
         raise UsageError(f"no live session named {name!r}", hint="see: tmuxjail list")
     from . import panes as panes_mod
 
+    ctx = where_it_runs(ctx, row, "stop")
     if panes_mod.placement(row) != "session":  # a window or split in someone else's session
-        if row.tmux_socket == ctx.tmux.socket:
-            panes_mod.kill(ctx.tmux, row)
-    elif row.tmux_socket == ctx.tmux.socket and ctx.tmux.has_session(row.tmux_session):
+        panes_mod.kill(ctx.tmux, row)
+    elif ctx.tmux.has_session(row.tmux_session):
         panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
         if panes and panes[0].tmuxjail_id != row.id:
             raise UsageError(f"tmux session {row.tmux_session!r} is not this tmuxjail session; not killing it")

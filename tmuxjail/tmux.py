@@ -100,7 +100,6 @@ class Tmux:
         """The server whose socket is at this path: as -L when tmux would put it there itself
         (so tmux may recreate its directory), else as -S."""
         env = os.environ if env is None else env
-        env = {k: v for k, v in env.items() if k != "TMUX"}
         name = os.path.basename(socket)
         if default_socket(name, env) == socket:
             return cls(socket_name=name, env=env)
@@ -142,6 +141,17 @@ class Tmux:
             err = (proc.stderr or "").strip().splitlines()
             raise TmuxjailError(f"tmux {what}: {err[-1] if err else 'printed nothing'}")
         return lines[0]
+
+    def unreachable(self) -> str | None:
+        """None when the server runs and answers, or is simply not running (no socket, or a stale
+        one); else why this tmux cannot talk to it (permissions, another tmux version)."""
+        if not self.binary or not os.path.exists(self.socket):
+            return None
+        proc = self.run("list-sessions", "-F", "x", check=False)
+        err = (proc.stderr or "").strip()
+        if proc.returncode == 0 or not err or "no server running" in err or "Connection refused" in err:
+            return None
+        return err.splitlines()[-1]
 
     def alive(self) -> bool:
         return bool(self.binary) and os.path.exists(self.socket) and \

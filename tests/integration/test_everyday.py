@@ -88,3 +88,91 @@ def test_a_jail_killed_by_sigkill_is_not_exited_0(newcomer):
     row = env.json("list")[0]
     assert row["status"] == "killed" and row["signal"] == "SIGKILL", row
     assert "killed(SIGKILL)" in env.run("list", "--color", "never", check=True).stdout
+
+
+def _servers(env):
+    """Two tmux servers: A (env's own -L socket) and B (another -L socket), both cleaned up."""
+    other = f"{env.socket}-b"
+    return ["-L", env.socket], ["-L", other]
+
+
+def _sessions_on(env, flags) -> list[str]:
+    import subprocess
+
+    proc = subprocess.run(["tmux", *flags, "list-sessions", "-F", "#{session_name}"], capture_output=True,
+                          text=True, env=env.environ())
+    return proc.stdout.split()
+
+
+def test_a_session_is_acted_on_where_it_runs(jail_env):
+    env = jail_env
+    a, b = _servers(env)
+    try:
+        env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "a", "--detach")
+        env.flags = b
+        env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.bin), "--name", "b", "--detach")
+        # From B: list shows both, with their servers; --server filters.
+        rows = {r["name"]: r for r in env.json("list")}
+        assert rows["a"]["status"] == rows["b"]["status"] == "running"
+        assert rows["a"]["server"] == env.socket and rows["b"]["server"] == b[1]
+        table = env.run("list", "--color", "never", check=True).stdout
+        assert "SERVER" in table.splitlines()[0] and env.socket in table
+        assert [r["name"] for r in env.json("list", "--server", env.socket)] == ["a"]
+        assert [r["name"] for r in env.json("list", "--server", rows["b"]["tmux_socket"])] == ["b"]
+        # From B, resume of a live session on A reattaches there: no second copy on B.
+        got = env.json("resume", "a", "--detach")
+        assert got["status"] == "running" and got["tmux_pane"] == rows["a"]["tmux_pane"]
+        assert _sessions_on(env, b) == ["b"] and _sessions_on(env, a) == ["a"]
+        assert env.json("show", "a")["status"] == "running"
+        shell = env.json("shell", "a", "--detach")
+        assert env.tmux("list-panes", "-s", "-t", "=a", "-F", "#{pane_id}", check=False) == ""  # not on B
+        env.flags = a
+        assert shell["shell_pane"] in env.tmux("list-panes", "-s", "-t", "=a", "-F", "#{pane_id}").split()
+        # From B, stop kills it on A.
+        env.flags = b
+        assert env.run("stop", "a").returncode == 0
+        assert _sessions_on(env, a) == [] and _sessions_on(env, b) == ["b"]
+        # The agent of a dead session is relaunched on its own server, not on the caller's.
+        env.flags = a
+        env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.outside), "--name", "c", "--detach")
+        env.tmux("kill-session", "-t", "=c")
+        env.flags = b
+        assert env.json("resume", "c", "--detach")["status"] == "running"
+        assert "c" in _sessions_on(env, a) and "c" not in _sessions_on(env, b)
+    finally:
+        import subprocess
+
+        subprocess.run(["tmux", *b, "kill-server"], capture_output=True, env=env.environ())
+
+
+def test_a_server_that_cannot_be_reached_is_refused_with_the_command(jail_env, tmp_path):
+    import socket
+    import threading
+
+    env = jail_env
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "a", "--detach")
+    fake = tmp_path / "fake.sock"  # a socket whose "server" hangs up on every client
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(fake))
+    srv.listen(8)
+
+    def hang_up():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            c.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    db = sqlite3.connect(env.store)
+    db.execute("UPDATE sessions SET tmux_socket=?", (str(fake),))
+    db.commit()
+    try:
+        for cmd in ("resume", "stop"):
+            proc = env.run(cmd, "a")
+            one_line_error(proc, 1)
+            assert f"tmux -S {fake} attach -t =a" in proc.stderr, proc.stderr
+        assert db.execute("SELECT status FROM sessions").fetchone()[0] == "running"  # not "stopped"
+    finally:
+        srv.close()
