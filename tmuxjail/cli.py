@@ -113,6 +113,8 @@ def _parser():
     mn.add_argument("rest", nargs="*", help=argparse.SUPPRESS)  # _start PROVIDER MODE (a start-menu item)
 
     d = cmd("doctor", "check tmux, bubblewrap and user namespaces, and say how to fix them", "tmuxjail doctor")
+    d.add_argument("--move-store-aside", action="store_true",
+                   help="rename a damaged store to store.db.broken-TIME (kept) and copy what still reads into a new one")
     d.add_argument("--json", action="store_true", help="print JSON")
 
     c = cmd("completion", "print a shell completion script", 'eval "$(tmuxjail completion bash)"')
@@ -269,13 +271,46 @@ def run(argv: list[str]) -> int:
         return exc.code
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # a bug of ours: still one line, and the details go to the log
-        from . import log
+    except Exception as exc:
+        return _unexpected(exc, getattr(args, "verbose", False))
 
-        log.warning("internal_error", error=repr(exc))
-        print(f"tmuxjail: internal error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
-        print("  rerun with -v, and report it with the log in the state directory", file=sys.stderr)
+
+def _unexpected(exc: Exception, verbose: bool) -> int:
+    """Errors nobody turned into a TmuxjailError. The environment's (a file tmuxjail cannot
+    create, a damaged store) get one line with what to do; anything else is a bug of ours: one
+    line, and the full traceback in the log (and on stderr with -v). Nothing here may raise."""
+    import traceback
+
+    if exc.__class__.__module__ == "sqlite3":
+        from . import paths
+        from .store import damaged
+
+        try:
+            err = damaged(paths.get().store, exc)
+            print(f"tmuxjail: {err.message}\n  {err.hint}", file=sys.stderr)
+            return err.code
+        except Exception:  # noqa: BLE001 - the error path must not raise
+            pass
+    if isinstance(exc, OSError) and exc.filename:
+        print(f"tmuxjail: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        print("  run `tmuxjail doctor` to see what this account is missing", file=sys.stderr)
         return 1
+    trace = traceback.format_exc()
+    where = None
+    try:
+        from . import log, paths
+
+        log.setup(paths.get().log_file, False)
+        log.warning("internal_error", error=repr(exc), traceback=trace)
+        where = paths.get().log_file
+    except Exception:  # noqa: BLE001 - no usable log directory: stderr still gets the line
+        pass
+    if verbose:
+        sys.stderr.write(trace)
+    print(f"tmuxjail: internal error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+    print(f"  rerun with -v, and report it with the traceback{f' logged in {where}' if where else ''}",
+          file=sys.stderr)
+    return 1
 
 
 def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
@@ -288,6 +323,21 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         from .completion import script
 
         print(script(args.shell))
+        return 0
+    if args.command not in ("doctor", "profiles"):
+        from . import paths as paths_mod
+        from .errors import TmuxjailError
+
+        if why := paths_mod.home_problem(os.environ):
+            raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
+                                hint=paths_mod.HOME_FIX)
+    if args.command == "doctor" and args.move_store_aside:
+        from . import paths, store
+
+        moved = store.move_aside(paths.get().store)
+        _print_json(moved) if json_out else print(
+            f"moved the store to {moved['moved_to']}; kept in the new one: "
+            + ", ".join(f"{n} {t}" for t, n in sorted(moved["kept"].items())))
         return 0
     if args.command == "doctor":
         from . import doctor, paths

@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import ConfigError
 
 MODES = ("compatibility", "isolated", "verified")
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
@@ -56,40 +56,40 @@ def parse(text: str, source: str, env_allowed: str | None = None) -> Config:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{source}: not valid TOML: {exc}") from None
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
     unknown = set(raw) - KEYS
     if unknown:
-        raise UsageError(f"{source}: unknown key {sorted(unknown)[0]!r}")
+        raise ConfigError(f"{source}: unknown key {sorted(unknown)[0]!r}")
     allowed = raw.get("allowed_modes", list(MODES))
     if not isinstance(allowed, list) or not allowed or any(m not in MODES for m in allowed):
-        raise UsageError(f"{source}: allowed_modes: must be a non-empty list of {', '.join(MODES)}")
+        raise ConfigError(f"{source}: allowed_modes: must be a non-empty list of {', '.join(MODES)}")
     if env_allowed:
         narrowed = [m.strip() for m in env_allowed.split(",") if m.strip()]
         if any(m not in MODES for m in narrowed):
-            raise UsageError(f"TMUXJAIL_ALLOWED_MODES: must be a comma list of {', '.join(MODES)}")
+            raise ConfigError(f"TMUXJAIL_ALLOWED_MODES: must be a comma list of {', '.join(MODES)}")
         allowed = [m for m in allowed if m in narrowed]  # can only narrow
         if not allowed:
-            raise UsageError("TMUXJAIL_ALLOWED_MODES leaves no allowed mode")
+            raise ConfigError("TMUXJAIL_ALLOWED_MODES leaves no allowed mode")
     default = raw.get("default_mode", "compatibility")
     if default not in MODES:
-        raise UsageError(f"{source}: default_mode: must be one of {', '.join(MODES)}")
+        raise ConfigError(f"{source}: default_mode: must be one of {', '.join(MODES)}")
     unguarded = raw.get("allow_unguarded_compatibility", False)
     if not isinstance(unguarded, bool):
-        raise UsageError(f"{source}: allow_unguarded_compatibility: must be true or false")
+        raise ConfigError(f"{source}: allow_unguarded_compatibility: must be true or false")
     accept = raw.get("accept_missing_guards", [])
     if not isinstance(accept, list) or any(not isinstance(x, str) for x in accept):
-        raise UsageError(f"{source}: accept_missing_guards: must be a list of guard names")
+        raise ConfigError(f"{source}: accept_missing_guards: must be a list of guard names")
     executables: dict[str, str] = {}
     providers = raw.get("providers", {})
     if not isinstance(providers, dict):
-        raise UsageError(f"{source}: providers: must be a table")
+        raise ConfigError(f"{source}: providers: must be a table")
     for name, body in providers.items():
         if not isinstance(body, dict) or set(body) - {"executable"}:
-            raise UsageError(f"{source}: providers.{name}: only 'executable' may be set")
+            raise ConfigError(f"{source}: providers.{name}: only 'executable' may be set")
         exe = body.get("executable")
         if exe is not None:
             if not isinstance(exe, str) or not (exe.startswith("/") or exe.startswith("~/")):
-                raise UsageError(f"{source}: providers.{name}.executable: must be an absolute path")
+                raise ConfigError(f"{source}: providers.{name}.executable: must be an absolute path")
             executables[name] = exe
     limits = _limits(raw.get("limits", {}), source)
     return Config(
@@ -110,5 +110,5 @@ def load(path: Path) -> Config:
     except FileNotFoundError:
         return parse("", "(defaults)", env_allowed)
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the config: {getattr(exc, 'strerror', None) or exc}") from None
+        raise ConfigError(f"{path}: cannot read the config: {getattr(exc, 'strerror', None) or exc}") from None
     return parse(text, str(path), env_allowed)

@@ -104,7 +104,13 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         required=False)
     for name, detail in limit_checks():
         add(name, True, detail, required=False)
-    add("store", True, str(store_path), required=False)
+    from . import paths
+
+    home = paths.home_problem(env)
+    add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
+    add("tmux socket dir", *_socket_dir(tmux.socket))
+    add("config", *_config())
+    add("store", *_store(store_path))
     add("tmux server", True, tmux.socket, required=False)
     if tmux.binary and tmux.alive():
         # Server-wide (no per-pane form in tmux 3.3): with `on`, an OSC 52 query from any pane,
@@ -113,4 +119,72 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         add("tmux clipboard", clip != "on", f"set-clipboard {clip or 'unknown'} on {tmux.socket}"
             + (": any pane, jails included, can read your paste buffer (OSC 52 query)" if clip == "on" else ""),
             "tmux set -s set-clipboard external   (and the same in ~/.tmux.conf)", required=False)
+    on_path, detail = _on_server_path(tmux, env)
+    add("tmuxjail on the tmux server's PATH", on_path, detail,
+        'the keys of tmux.conf.example run `tmuxjail`: put its directory (e.g. ~/.local/bin) on PATH '
+        'in your shell profile and restart tmux, or: tmux set-environment -g PATH "$HOME/.local/bin:$PATH"',
+        required=False)
     return out
+
+
+def _socket_dir(socket: str) -> tuple[bool, str, str]:
+    """Can tmux create (or use) the directory of this server's socket?"""
+    d = os.path.dirname(socket)
+    fix = f"mkdir -m 700 -p {d}   (or set TMUX_TMPDIR to a directory you own)"
+    if os.path.isdir(d):
+        st = os.stat(d)
+        tmux_made = os.path.basename(d) == f"tmux-{os.getuid()}"  # tmux refuses it unless private
+        if tmux_made and (st.st_uid != os.getuid() or st.st_mode & 0o077):
+            return False, f"{d} is not a private directory of yours", f"chmod 700 {d} (or remove it and let tmux create it)"
+        return True, d, fix
+    parent = os.path.dirname(d)
+    ok = os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)
+    return ok, f"{d} (tmux creates it)" if ok else f"{d}: {parent} is not writable", fix
+
+
+def _config() -> tuple[bool, str, str]:
+    from . import config, paths
+
+    path = paths.get().config_file
+    try:
+        cfg = config.load(path)
+    except Exception as exc:  # noqa: BLE001 - ConfigError, or anything else that stops start
+        return False, getattr(exc, "message", str(exc)), f"fix or move {path}, then rerun `tmuxjail doctor`"
+    return True, f"{path}" + (" (not present: defaults)" if cfg.source == "(defaults)" else " parses"), ""
+
+
+def _store(path: Path) -> tuple[bool, str, str]:
+    import sqlite3
+
+    from .errors import TmuxjailError
+    from .store import FIX, Store
+
+    if not path.exists():
+        return True, f"{path} (created at the first start)", ""
+    try:
+        st = Store(path, readonly=True)
+        result = st.db.execute("PRAGMA quick_check").fetchone()[0]
+        st.db.execute("SELECT count(*) FROM sessions").fetchone()
+        st.close()
+    except TmuxjailError as exc:
+        return False, exc.message, FIX
+    except sqlite3.DatabaseError as exc:
+        return False, f"{path}: {exc}", FIX
+    if result != "ok":
+        return False, f"{path}: {result}", FIX
+    return True, f"{path} (schema ok)", ""
+
+
+def _on_server_path(tmux: Tmux, env: dict) -> tuple[bool, str]:
+    """The keys run `tmuxjail` through the tmux server's global PATH (the caller's, for a server
+    tmuxjail will start)."""
+    import shutil
+
+    path = env.get("PATH", os.defpath)
+    source = "this shell's PATH (no tmux server yet)"
+    if tmux.binary and tmux.alive():
+        proc = tmux.run("show-environment", "-g", "PATH", check=False)
+        if proc.returncode == 0 and proc.stdout.startswith("PATH="):
+            path, source = proc.stdout.strip()[5:], f"the PATH of the tmux server {tmux.socket}"
+    found = shutil.which("tmuxjail", path=path)
+    return bool(found), f"{found} on {source}" if found else f"not on {source}"

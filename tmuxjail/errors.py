@@ -24,6 +24,10 @@ class UsageError(TmuxjailError):
     code = USAGE
 
 
+class ConfigError(UsageError):
+    """The operator config cannot be read or parsed (its own reason, `config`, on resume)."""
+
+
 class ResumeRefused(TmuxjailError):
     code = REFUSED
 

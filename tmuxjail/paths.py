@@ -98,3 +98,27 @@ def make_dirs_beneath(root: str, path: str, mode: int = 0o700) -> None:
             fd = nxt
     finally:
         os.close(fd)
+
+
+def home_problem(env) -> str | None:
+    """Why $HOME cannot be used (tmuxjail keeps its state under it, and isolated mode mounts the
+    private home at that path), or None. An unset HOME means the password database's."""
+    home = env.get("HOME")
+    if home is None:
+        import pwd
+
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    if not home:
+        return "HOME is empty"
+    if not os.path.isabs(home):
+        return f"HOME={home} is not an absolute path"
+    if os.path.realpath(home) == "/":
+        return f"HOME={home} is the root directory"
+    if not os.path.exists(home):
+        return f"HOME={home} does not exist"
+    if not os.path.isdir(home):
+        return f"HOME={home} is not a directory"
+    return None
+
+
+HOME_FIX = "export HOME=/a/directory/you/own   (e.g. the home in your passwd entry), then rerun"

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from . import log
 from . import paths as paths_mod
-from .errors import NotApproved, ResumeRefused, SandboxUnavailable, TmuxjailError, UsageError
+from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, TmuxjailError, UsageError
 from .tmux import Tmux, check_name
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 READY_TIMEOUT = 10.0
+PANE_GONE = "the tmux server exited, or the pane was closed, before the jail started"
 
 
 class Context:
@@ -333,7 +334,11 @@ def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str |
                 report = {}
             if "child-pid" in report and jail_exec_started(int(report["child-pid"])):
                 return None
-        if ctx.tmux.pane_option(pane, "pane_dead") == "1":
+        probe = ctx.tmux.run("display-message", "-p", "-t", pane, "#{pane_dead}", check=False)
+        if probe.returncode != 0 or not probe.stdout.strip():
+            err = (probe.stderr.strip().splitlines() or ["the pane is gone"])[-1]
+            return f"{PANE_GONE} ({err})"
+        if probe.stdout.strip() == "1":
             lines = [l for l in ctx.tmux.capture(pane).splitlines() if l.strip()]
             reason = next((l for l in reversed(lines) if "bwrap" in l or "tmuxjail:" in l), None)
             return reason or (lines[-1] if lines else "the jail exited at once")
@@ -449,9 +454,10 @@ def _after_launch(ctx, sid, name, pane, status, unguarded, kind, pol, fp, detach
         store.update_session(sid, status="failed", failure=failure)
         store.event(f"{kind}-failed", sid, reason=failure)
         log.warning(f"{kind}_failed", session=name, reason=failure)
-        raise SandboxUnavailable(
+        gone = failure.startswith(PANE_GONE)  # not the sandbox's fault: exit 1, not 5
+        raise (TmuxjailError if gone else SandboxUnavailable)(
             f"the jail did not start: {failure}",
-            hint="run `tmuxjail doctor`; the dead pane keeps the message",
+            hint="run `tmuxjail doctor`" + ("" if gone else "; the dead pane keeps the message"),
             data={"name": name, "status": "failed"},
         )
     store.update_session(sid, status="running", failure=None)
@@ -480,6 +486,9 @@ def recompute(ctx: Context, row) -> tuple[str, dict, list[str]]:
                                   tuple(r.get("capabilities", ())), r.get("restriction"), gate=False)
     except NotApproved:
         return "", {}, ["mode"]
+    except ConfigError as exc:
+        raise _refuse(row, ["config"], f"cannot recompute the policy of {row.name}: {exc.message}",
+                      "fix the config (`tmuxjail doctor` shows its path), then retry") from None
     except UsageError as exc:
         raise _refuse(row, ["workspace"], f"cannot recompute the policy of {row.name}: {exc.message}",
                       "fix the cause, or start a new session") from None

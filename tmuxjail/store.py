@@ -61,6 +61,54 @@ CREATE TABLE IF NOT EXISTS identity_cache (
 );
 """
 
+TABLES = frozenset({"sessions", "events", "approvals", "identity_cache"})
+FIX = "tmuxjail doctor --move-store-aside"
+
+
+def damaged(path: Path, exc: Exception) -> TmuxjailError:
+    """The one error every command gives for a store it cannot use; nothing was changed."""
+    return TmuxjailError(
+        f"the store {path} is damaged: {exc}",
+        hint=f"`{FIX}` renames it to {path.name}.broken-TIME (kept) and copies what still reads into a new one")
+
+
+def move_aside(path: Path) -> dict:
+    """Rename a damaged store (and its WAL files) to NAME.broken-TIME, make a new store, and copy
+    every row that still reads into it. Only on an explicit command: nothing is deleted."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = path.with_name(f"{path.name}.broken-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(f"{path}{suffix}")
+        if src.exists():
+            os.replace(src, f"{aside}{suffix}")
+    new = Store(path)
+    kept: dict[str, int] = {}
+    try:
+        old = sqlite3.connect(f"file:{aside}?mode=ro", uri=True)
+        for table in sorted(TABLES):
+            kept[table] = 0
+            try:
+                cur = old.execute(f"SELECT * FROM {table}")
+                names = [d[0] for d in cur.description]
+                have = {r[1] for r in new.db.execute(f"PRAGMA table_info({table})")}
+                cols = [c for c in names if c in have]
+                for r in cur:
+                    row = dict(zip(names, r))
+                    try:
+                        new.db.execute(f"INSERT OR IGNORE INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                                       [row[c] for c in cols])
+                        kept[table] += 1
+                    except sqlite3.DatabaseError:
+                        pass
+            except sqlite3.DatabaseError:
+                pass  # this table does not read: what it held stays in the renamed file
+        old.close()
+    except sqlite3.DatabaseError:
+        pass
+    new.close()
+    return {"moved_to": str(aside), "kept": kept}
+
+
 COLUMNS = (
     "id", "name", "provider", "mode", "env_name", "workspace", "fingerprint", "policy", "request",
     "status", "failure", "native_id", "private_home", "tmux_socket", "tmux_session", "tmux_pane",
@@ -105,8 +153,11 @@ class Store:
                 have = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")}
                 for col in set(COLUMNS) - have:  # a store made by an older version
                     self.db.execute(f"ALTER TABLE sessions ADD COLUMN {col} TEXT")
+            missing = TABLES - {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if missing and (not readonly or path.exists()):
+                raise sqlite3.DatabaseError(f"not tmuxjail's store (no table {sorted(missing)[0]})")
         except sqlite3.DatabaseError as exc:
-            raise TmuxjailError(f"store {path}: {exc}", hint="it may be corrupt; it was not changed") from None
+            raise damaged(path, exc) from None
         self.db.row_factory = sqlite3.Row
 
     def close(self) -> None:

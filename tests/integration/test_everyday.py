@@ -176,3 +176,111 @@ def test_a_server_that_cannot_be_reached_is_refused_with_the_command(jail_env, t
         assert db.execute("SELECT status FROM sessions").fetchone()[0] == "running"  # not "stopped"
     finally:
         srv.close()
+
+
+@pytest.mark.parametrize("home", ["/nonexistent", "/", ""])
+@pytest.mark.parametrize("cmd", [("start", "shell", "--detach"), ("list",), ("resume", "x"), ("stop", "x")])
+def test_odd_homes_get_one_line_with_the_fix(jail_env, home, cmd):
+    env = jail_env
+    for k in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        env.vars.pop(k)
+    env.vars["HOME"] = home
+    proc = env.run(*cmd, "-v")
+    one_line_error(proc, 1)
+    assert "HOME" in proc.stderr and "export HOME=" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 2  # the reason, then the fix
+    assert not Path("/nonexistent").exists()
+
+
+def test_the_error_path_never_raises_and_logs_the_traceback(jail_env):
+    env = jail_env
+    # A bug of ours, provoked: an invalid UTF-8 byte in a stored request. With the log directory
+    # unusable (a file in its place), the handler itself must not raise.
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "a", "--detach")
+    db = sqlite3.connect(env.store)
+    db.execute("UPDATE sessions SET request='{not json'")
+    db.commit()
+    proc = env.run("show", "a", "-v")
+    assert proc.returncode == 1 and "internal error: JSONDecodeError" in proc.stderr
+    assert "Traceback (most recent call last)" in proc.stderr  # -v: the full traceback
+    logged = [json.loads(l) for l in (env.state_dir / "tmuxjail.log").read_text().splitlines()]
+    assert any("Traceback" in e.get("traceback", "") for e in logged if e["event"] == "internal_error")
+    (env.state_dir / "tmuxjail.log").unlink()
+    (env.state_dir / "tmuxjail.log").mkdir()  # the log cannot be opened now
+    proc = env.run("show", "a")
+    assert proc.returncode == 1 and "internal error: JSONDecodeError" in proc.stderr
+    assert "Traceback" not in proc.stderr and "During handling" not in proc.stderr
+
+
+@pytest.mark.parametrize("damage", ["garbage", "no-tables"])
+def test_a_damaged_store_is_one_line_everywhere_and_moved_aside_on_request(jail_env, damage):
+    env = jail_env
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "a", "--detach")
+    env.json("approve", "codex", "--yes")
+    env.kill()
+    if damage == "garbage":
+        with open(env.store, "r+b") as f:  # the header and first pages: nothing reads
+            f.write(b"\0garbage" * 512)
+    else:
+        db = sqlite3.connect(env.store)
+        db.execute("DROP TABLE sessions")
+        db.commit()
+        db.close()
+    for cmd in (("list",), ("list", "--check"), ("show", "a"), ("resume", "a"), ("stop", "a"), ("approvals",)):
+        if damage == "no-tables" and cmd[0] in ("resume", "stop", "approvals"):
+            continue  # a writable open re-creates a missing table; nothing to refuse
+        proc = env.run(*cmd)
+        one_line_error(proc, 1)
+        assert "store" in proc.stderr and "damaged" in proc.stderr and "doctor --move-store-aside" in proc.stderr, cmd
+    doc = json.loads(env.run("doctor", "--json").stdout)
+    store = next(c for c in doc["checks"] if c["check"] == "store")
+    assert not store["ok"] and store["required"] and "move-store-aside" in store["fix"]
+    before = env.store.read_bytes()
+    moved = env.json("doctor", "--move-store-aside")
+    assert Path(moved["moved_to"]).read_bytes() == before  # kept as it was
+    assert env.run("list").returncode == 0
+    if damage == "no-tables":
+        assert moved["kept"]["approvals"] == 1  # what still reads is copied over
+        assert len(env.json("approvals")) == 1
+
+
+def test_an_invalid_config_is_its_own_reason(jail_env):
+    env = jail_env
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "a", "--detach")
+    env.config_dir.mkdir(parents=True, exist_ok=True)
+    (env.config_dir / "config.toml").write_text("default_mode = [\n")
+    rows = env.json("list", "--check")
+    assert rows[0]["status"] == "mismatch" and rows[0]["reasons"] == ["config"]
+    proc = env.run("resume", "a", "--json")
+    assert proc.returncode == 3 and json.loads(proc.stdout)["reasons"] == ["config"]
+    doc = json.loads(env.run("doctor", "--json").stdout)
+    cfg = next(c for c in doc["checks"] if c["check"] == "config")
+    assert not cfg["ok"] and str(env.config_dir / "config.toml") in cfg["detail"] + cfg["fix"]
+
+
+def test_doctor_checks_what_start_needs(jail_env):
+    env = jail_env
+    doc = json.loads(env.run("doctor", "--json").stdout)
+    names = {c["check"]: c for c in doc["checks"]}
+    for name in ("home", "tmux socket dir", "config", "store", "tmuxjail on the tmux server's PATH"):
+        assert name in names, name
+    assert names["home"]["ok"] and names["config"]["ok"] and names["store"]["ok"]
+    assert str(env.config_dir / "config.toml") in names["config"]["detail"]
+    env.vars["HOME"] = "/nonexistent"
+    doc = json.loads(env.run("doctor", "--json").stdout)
+    home = next(c for c in doc["checks"] if c["check"] == "home")
+    assert not home["ok"] and not doc["ok"] and "export HOME=" in home["fix"]
+
+
+def test_tmux_server_killed_during_start_says_so(jail_env):
+    env = jail_env
+    # A tmux that kills its server right after new-session: the pane never gets to start the jail.
+    wrapper = env.bin / "tmux"
+    wrapper.write_text('#!/bin/sh\nout=$(/usr/bin/tmux "$@"); rc=$?\n'
+                       'case " $* " in *" new-session "*) /usr/bin/tmux "$1" "$2" kill-server;; esac\n'
+                       'printf "%s\\n" "$out"; exit $rc\n')
+    wrapper.chmod(0o755)
+    proc = env.run("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "k", "--detach")
+    one_line_error(proc, 1)
+    assert "tmux server exited" in proc.stderr, proc.stderr
+    assert "dead pane" not in proc.stderr and "within" not in proc.stderr
