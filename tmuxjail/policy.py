@@ -88,11 +88,17 @@ def _check_workspace(ws: str, facts: Facts, strict: bool) -> None:
     if strict and _inside(facts.home, ws):
         raise UsageError(
             f"workspace {ws} contains your home {facts.home}; a strict mode would expose it",
-            hint="pick a project directory inside your home instead",
+            hint="pick a project directory inside your home (e.g. --workspace ~/src/app), "
+                 "or run the home itself in --mode compatibility",
         )
     for own in facts.own_dirs:
-        if _inside(ws, own) or _inside(own, ws):
-            raise UsageError(f"workspace {ws} overlaps tmuxjail's own directory {own}")
+        # Compatibility may run from a directory that contains tmuxjail's own (e.g. `cd ~`): the
+        # host is visible there anyway, and the policy hides the state and keeps the config
+        # read-only inside the jail all the same. Strict modes would bind them writable.
+        if _inside(ws, own) or (strict and _inside(own, ws)):
+            raise UsageError(f"workspace {ws} overlaps tmuxjail's own directory {own}",
+                             hint="pick a directory that neither is inside nor contains it"
+                                  + (", or use --mode compatibility" if strict and not _inside(ws, own) else ""))
 
 
 def _config_shares_a_dir(facts: Facts) -> bool:
