@@ -16,10 +16,17 @@ python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check '.[test]'
 # Run from outside the source tree so the installed package is what gets imported.
 rm -rf build
-.venv/bin/pytest -q -p no:cacheprovider tests "$@"
-# Every guard pinned: remove each fast guard in turn and check its tests go red (guards/registry.toml).
-.venv/bin/python scripts/mutate.py --fast --no-baseline  # the suite just passed: no need to run it again unmutated
+# Each half runs whatever the other did: a failure as root must not skip the ordinary user's run
+# (set -e would, silently). Both must pass, and neither may leave tmux socket files behind.
+no_leftovers='n=$(ls "/tmp/tmux-$(id -u)" 2>/dev/null | grep -c "^tjtest-" || true)
+  [ "$n" -eq 0 ] || { echo "$n tmux socket files left in /tmp/tmux-$(id -u)"; exit 1; }'
+root=0
+# Then every guard pinned: remove each fast guard in turn and check its tests go red
+# (guards/registry.toml; the suite just passed: no need to run it again unmutated).
+.venv/bin/pytest -q -p no:cacheprovider tests "$@" && sh -c "$no_leftovers" \
+  && .venv/bin/python scripts/mutate.py --fast --no-baseline || root=$?
 
+user_run=skipped
 if [ "$(id -u)" -eq 0 ] && [ -z "${TMUXJAIL_NO_USER_RUN:-}" ]; then
   user=tmuxjail-ci
   id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$user"
@@ -27,6 +34,10 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${TMUXJAIL_NO_USER_RUN:-}" ]; then
   git ls-files -z | xargs -0 -I{} cp --parents {} "$copy"/ 2>/dev/null || cp -r . "$copy"
   chown -R "$user:" "$copy"
   echo "--- again as the ordinary user $user ---"
-  runuser -u "$user" -- sh -c "cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && .venv/bin/python scripts/mutate.py --fast --no-baseline"
+  user_run=0
+  runuser -u "$user" -- sh -c "cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && $no_leftovers && .venv/bin/python scripts/mutate.py --fast --no-baseline" || user_run=$?
   rm -rf "$copy"
 fi
+verdict() { case $1 in 0) echo passed ;; skipped) echo skipped ;; *) echo "FAILED ($1)" ;; esac; }
+echo "test.sh: as $(id -un): $(verdict $root); as an ordinary user: $(verdict $user_run)"
+[ "$root" -eq 0 ] && { [ "$user_run" = 0 ] || [ "$user_run" = skipped ]; }

@@ -61,7 +61,7 @@ class Env:
         tmpdir.mkdir(exist_ok=True)
         self.vars["TMUX_TMPDIR"] = str(tmpdir)
         self.vars.pop("LANG", None)
-        self.vars["LC_ALL"] = locale
+        self.vars["LC_ALL"] = locale  # LC_ALL from the caller (e.g. the newcomer tier) passes through otherwise
         self.default_socket = str(tmpdir / f"tmux-{os.getuid()}" / "default")
         self.flags = []
 
@@ -131,6 +131,15 @@ class Env:
 
     def kill(self):
         subprocess.run(["tmux", *self.tmux_flags, "kill-server"], capture_output=True, env=self.environ())
+        # tmux leaves its socket file behind when the server exits: remove this test's (its own
+        # server and any other it named after it, e.g. "<socket>-term"), so runs leave none.
+        tmux_dir = Path("/tmp", f"tmux-{os.getuid()}")  # environ() drops TMUX_TMPDIR
+        # ... and those of servers in a TMUX_TMPDIR inside this test's directory.
+        for sock in [*tmux_dir.glob(f"{self.socket}*"), *self.root.glob("**/tmux-*/*")]:
+            if not sock.is_socket():
+                continue
+            subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True, env=self.environ())
+            sock.unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -275,8 +275,10 @@ class Run:
         self.python = python
         self.standin = standin
         self.env = self._scratch_env()
-        uid = os.getuid()
-        self.tmux_sock_path = os.path.join(real_env.get("TMUX_TMPDIR") or "/tmp", f"tmux-{uid}", self.sock)
+        from .tmux import default_socket
+
+        # Where tmux puts `-L sock` for the scratch environment (which has no TMUX_TMPDIR).
+        self.tmux_sock_path = default_socket(self.sock, self.env)
         self.host_dir = Path(tempfile.mkdtemp(prefix="certify-planted-", dir="/tmp"))
         self.listeners = [Listener(str(self.host_dir / "host.sock")), Listener(f"@tmuxjail-certify-{secrets.token_hex(4)}")]
         self.probe = self.ws / ".certify" / "probe.sh"
@@ -395,6 +397,21 @@ class Run:
         return None
 
 
+def other_instances(exe: str, exclude_root: str) -> list[int]:
+    """Processes running this executable (in their argv: node CLIs run as `node …/cli.js`) that
+    are not part of this certification run."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if int(pid) != os.getpid() and exe.encode() in argv[:4] and not cwd.startswith(exclude_root):
+            out.append(int(pid))
+    return sorted(out)
+
+
 def _wait_file(path: Path, timeout: float, pane_dead=None) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -508,8 +525,14 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
                and r.get("env-TMUX") == "<unset>",
                {"tmux -L": r.get("tmux-L"), "tmux -S": r.get("tmux-S"), "TMUX": r.get("env-TMUX")})
         want = "failed" if strict else "connected"
-        _check(checks, "child: planted host sockets " + ("unreachable" if strict else "reachable (compatibility keeps host /tmp and the host network namespace by design)"),
-               r.get("socket-path") == want and r.get("socket-abstract") == want,
+        # Compatibility keeps host /tmp and the host network namespace; a CLI whose own sandbox
+        # runs there (Codex's, as an ordinary user) confines its child further, which is not ours
+        # to certify either way.
+        own_sandbox = not strict and bool(nested)
+        _check(checks, "child: planted host sockets " + ("unreachable" if strict else
+               "reachable (compatibility keeps host /tmp and the host network namespace by design)" if not own_sandbox
+               else "not ours to block in compatibility (the CLI's own sandbox confined its child)"),
+               own_sandbox or (r.get("socket-path") == want and r.get("socket-abstract") == want),
                {"path": r.get("socket-path"), "abstract": r.get("socket-abstract"),
                 "host_side_connections": [l.hits - h for l, h in zip(run.listeners, hits_before)]})
         _check(checks, "child: host files " + ("hidden and read-only" if strict else "visible (compatibility)"),
@@ -691,6 +714,7 @@ def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, ou
         error, ident, resolved = exc.message, None, None
     finally:
         run.tmux("kill-server")
+        Path(run.tmux_sock_path).unlink(missing_ok=True)  # tmux leaves its socket file behind
         for l in run.listeners:
             l.close()
         shutil.rmtree(run.host_dir, ignore_errors=True)
@@ -715,6 +739,10 @@ def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, ou
         "error": error,
     }
     record["ok"] = not error and not real_changed and bool(results) and all(r["ok"] for r in results)
+    others = other_instances(ident["path"], str(run.root)) if ident else []
+    record["hint"] = None if record["ok"] or not others else (
+        f"{len(others)} other process(es) of this CLI run outside the certification (pid "
+        f"{', '.join(map(str, others[:5]))}): they share its state and may have caused this; stop them and rerun")
     record["suggestion"] = suggest(profile, record)
     if not real_env.get("TMUXJAIL_CERTIFY_KEEP"):
         shutil.rmtree(run.root, ignore_errors=True)
@@ -778,6 +806,8 @@ def render(record: dict) -> str:
     lines.append(f"  real home {rh['path']}: {'unchanged' if rh['unchanged'] else 'CHANGED: ' + ', '.join(rh['changed'][:5])}"
                  f" ({rh['entries']} entries)")
     lines.append(f"  evidence: {record.get('evidence_file')}")
+    if record.get("hint"):
+        lines.append(f"  hint: {record['hint']}")
     if record["suggestion"]:
         lines.append("  suggested profile change (not applied):")
         lines += ["    " + s for s in record["suggestion"]]

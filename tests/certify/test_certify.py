@@ -56,6 +56,9 @@ def certify(tmp_path: Path, provider: str, mode: str, bindir: Path | None, *extr
     failed = [c for r in rec["modes"].values() for c in r["checks"] if not c["ok"]]
     assert proc.returncode == 0 and rec["ok"], json.dumps(failed or rec.get("error"), indent=1)[:4000]
     assert rec["real_home"]["unchanged"] and (home / ".profile").read_text().startswith("# a file")
+    # Nothing left behind: tmux's socket file and the planted host sockets (issue 12.11).
+    assert not Path(f"/tmp/tmux-{os.getuid()}", rec["tmux_server"]).exists()
+    assert not list(Path("/tmp").glob(f"certify-planted-*/{rec['tmux_server']}*"))
     assert rec["executable"]["sha256"].startswith("sha256:") and rec["cli_version"]
     assert rec["profile"]["version"] and rec["started_at"] and rec["finished_at"]
     # The store of the "real" home holds the evidence event; the approval went to the scratch store only.
@@ -115,3 +118,22 @@ def test_certify_errors_are_one_line(tmp_path):
         proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "certify", *args], env=env,
                               capture_output=True, text=True)
         assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_other_instances_of_the_cli_get_a_hint(tmp_path):
+    """Another running session of the same CLI shares its state: a failed certification says so."""
+    from tmuxjail import certify as cert
+
+    exe = str(tmp_path / "bin" / "codex")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", exe], cwd=tmp_path)
+    try:
+        import time
+
+        deadline = time.monotonic() + 5
+        while other.pid not in cert.other_instances(exe, "/nonexistent-root") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert other.pid in cert.other_instances(exe, "/nonexistent-root")
+        assert other.pid not in cert.other_instances(exe, str(tmp_path))  # the run's own processes
+    finally:
+        other.kill()
+        other.wait()
