@@ -284,3 +284,17 @@ def test_tmux_server_killed_during_start_says_so(jail_env):
     one_line_error(proc, 1)
     assert "tmux server exited" in proc.stderr, proc.stderr
     assert "dead pane" not in proc.stderr and "within" not in proc.stderr
+
+
+def test_needs_without_sudo_prints_the_package_to_install(tmp_path):
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    bindir = tmp_path / "bin"  # an ordinary user's PATH on a machine without sudo
+    bindir.mkdir()
+    (bindir / "id").write_text("#!/bin/sh\necho 1000\n")
+    (bindir / "id").chmod(0o755)
+    proc = subprocess.run(["/bin/sh", "-c", '. ./scripts/needs.sh; needs "tmuxjail-test-pkg:false" "sh:true"'],
+                          cwd=repo, env={"PATH": str(bindir)}, capture_output=True, text=True)
+    assert proc.returncode == 1, proc
+    assert "apt-get install -y tmuxjail-test-pkg" in proc.stderr and "not found" not in proc.stderr, proc.stderr
