@@ -3,7 +3,7 @@
 libtmux on this path, so it answers in tens of milliseconds.
 
 Statuses of a session's row: running, exited (with its exit status), killed (with the signal),
-gone (no tmux session or pane any more), failed (the sandbox did not start), stopped (with --all), and, with --check,
+gone (no tmux session or pane any more), unreachable (its tmux server exists but does not answer), failed (the sandbox did not start), stopped (with --all), and, with --check,
 mismatch (a resume would be refused: the reason codes say why). Every other pane of a session
 tmuxjail owns gets a row of its own: a shell inside the same jail (`tmuxjail shell`, or a
 new-window/split through the session's default-command) is `running`/`exited` with kind `shell`;
@@ -41,17 +41,23 @@ def rows(ctx, include_stopped: bool = False, check: bool = False, activity: bool
     for row in records:
         if row.tmux_socket not in servers:
             tmux = server_of(ctx, row)
-            all_panes = tmux.panes()
+            # Another server that exists but does not answer us: its sessions may be running.
+            why = tmux.unreachable() if tmux is not ctx.tmux else None
+            all_panes = [] if why else tmux.panes()
             by_session: dict[str, list] = {}
             for p in all_panes:
                 by_session.setdefault(p.session_name, []).append(p)
-            servers[row.tmux_socket] = (tmux, all_panes, by_session)
-        _, all_panes, by_session = servers[row.tmux_socket]
-        out += session_rows(ctx, row, all_panes, by_session)
+            servers[row.tmux_socket] = (tmux, all_panes, by_session, why)
+        _, all_panes, by_session, why = servers[row.tmux_socket]
+        got = session_rows(ctx, row, all_panes, by_session)
+        if why and row.status != "stopped":
+            got = got[:1]
+            got[0].update(status="unreachable", failure=why)
+        out += got
     if check:
         _check(ctx, records, out)
     if activity:
-        for socket, (tmux, _, _) in servers.items():
+        for socket, (tmux, _, _, _) in servers.items():
             _activity(tmux, [d for d in out if d["tmux_socket"] == socket])
     return out
 

@@ -1,8 +1,8 @@
 """`tmuxjail prune`: forget sessions that are over (stopped, failed, gone), never a live one.
 
-What is live is decided as `list` decides it, on this tmux server: a session with a pane here
-(running or exited: it can be resumed in place) is kept, and so is a session recorded on another
-tmux server (it may be running there). A row is deleted only if it is still exactly what was
+What is live is decided as `list` decides it, on each session's own tmux server: a session with a
+pane there (running or exited: it can be resumed in place) is kept, and so is one whose server
+exists but does not answer (`unreachable`: it may be running there). A row is deleted only if it is still exactly what was
 checked (same status and update time), and each deletion leaves a `prune` event with what the
 row said. Private homes, workspaces and the event log are not touched."""
 

@@ -174,6 +174,9 @@ def test_a_server_that_cannot_be_reached_is_refused_with_the_command(jail_env, t
             one_line_error(proc, 1)
             assert f"tmux -S {fake} attach -t =a" in proc.stderr, proc.stderr
         assert db.execute("SELECT status FROM sessions").fetchone()[0] == "running"  # not "stopped"
+        row = env.json("list")[0]  # shown, never "gone" (prune would forget it)
+        assert row["status"] == "unreachable" and row["server"] == str(fake)
+        assert env.json("prune", "--dry-run")["sessions"] == []
     finally:
         srv.close()
 
