@@ -113,6 +113,21 @@ def test_declared_injection_and_tmux_names_never_pass():
 def test_workspace_cannot_overlap_tmuxjail_dirs():
     with pytest.raises(UsageError, match="overlaps"):
         resolve(ws=(f"{HOME}/.local/share/tmuxjail/homes",))
+    for mode in ("compatibility", "isolated", "verified"):
+        with pytest.raises(UsageError, match="overlaps"):
+            resolve(mode, ws=(f"{HOME}/.local/share/tmuxjail/homes",))
+
+
+@pytest.mark.parametrize("mode", ["isolated", "verified"])
+def test_strict_workspace_never_contains_tmuxjail_dirs(mode):
+    with pytest.raises(UsageError, match="overlaps") as exc:
+        resolve(mode, ws=(f"{HOME}/.local",))
+    assert "--mode compatibility" in exc.value.hint
+
+
+def test_compatibility_may_run_from_the_home_and_still_hides_state():
+    pol = resolve("compatibility", ws=(HOME,))  # `cd ~ && tmuxjail start shell` (issue 12.8)
+    assert f"{HOME}/.local/state/tmuxjail" in pol["hidden"] and f"{HOME}/.config/tmuxjail" in pol["protected"]
 
 
 def test_mode_not_allowed_is_not_approved():
