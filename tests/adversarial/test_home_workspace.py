@@ -16,7 +16,7 @@ def test_compatibility_from_home_runs_and_keeps_tmuxjail_state_out_of_reach(jail
     env.config_dir.mkdir(parents=True, exist_ok=True)
     (env.config_dir / "config.toml").write_text('default_mode = "compatibility"\n')
     # As a newcomer types it: from ~, no --workspace, no --mode.
-    info = env.json("start", "shell", "--name", "j", "--detach", cwd=env.home, env_extra={"PWD": str(env.home)})
+    info = env.json("start", "shell", "--name", "j", "--detach", cwd=env.home)
     assert info["mode"] == "compatibility" and info["workspace"] == str(env.home)
     jail = Jail.__new__(Jail)
     jail.env, jail.mode, jail.name, jail.info, jail.ws, jail.n = env, "compatibility", "j", info, env.home, 0
@@ -38,6 +38,6 @@ def test_compatibility_from_home_runs_and_keeps_tmuxjail_state_out_of_reach(jail
 @pytest.mark.parametrize("mode", ["isolated", "verified"])
 def test_strict_modes_refuse_the_home_as_workspace_with_a_hint(jail_env, mode):
     env = jail_env
-    proc = env.run("start", "shell", "--mode", mode, "--detach", cwd=env.home, env_extra={"PWD": str(env.home)})
+    proc = env.run("start", "shell", "--mode", mode, "--detach", cwd=env.home)
     assert proc.returncode == 2 and "contains your home" in proc.stderr, proc.stderr
     assert "--mode compatibility" in proc.stderr and "Traceback" not in proc.stderr
