@@ -205,6 +205,11 @@ class Scratch:
 
 # -- running ---------------------------------------------------------------------------------
 
+def failed_nodes(out: str) -> list[str]:
+    return [l.split(" ", 1)[1].split(" - ")[0] for l in out.splitlines()
+            if l.startswith(("FAILED ", "ERROR ")) and "::" in l]
+
+
 def first_failure(out: str) -> str:
     for line in out.splitlines():
         if line.startswith(("FAILED ", "ERROR ")):
@@ -241,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [g for g in chosen if applies(g, uid)]
     scratch = Scratch(ROOT, keep=args.keep)
     results: list[dict] = []
+    flaky: list[str] = []
     try:
         nodes = sorted({t for g in (chosen if not args.check else guards) for t in tests_for(g, uid)})
         rc, out, _ = scratch.pytest(nodes, "--collect-only", timeout=300)
@@ -253,9 +259,18 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_baseline:
             say(f"baseline: {len(nodes)} named tests, unmutated ...")
             rc, out, secs = scratch.pytest(nodes)
+            failed = failed_nodes(out)
+            if rc == 1 and failed:  # once more, alone: a test that passes then is flaky, not broken
+                say("baseline: failed, trying again alone: " + " ".join(failed))
+                rc, out2, _ = scratch.pytest(failed)
+                if rc == 0:
+                    flaky += failed
+                    say("baseline: FLAKY (green alone, red in the full set): " + " ".join(failed))
+                else:
+                    out = out2
             if rc != 0:
                 say(f"mutate: the named tests fail WITHOUT any mutation ({secs:.0f}s); fix them first:\n"
-                    + "\n".join(l for l in out.splitlines() if l.startswith(("FAILED", "ERROR"))))
+                    + "\n".join(l for l in out.splitlines() if l.startswith(("FAILED", "ERROR", "E   "))))
                 return 1
             say(f"baseline: green in {secs:.0f}s")
         for i, g in enumerate(chosen, 1):
@@ -280,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"user": "root" if uid == 0 else "user", "guards": len(results), "caught": caught,
                "missed": [r["id"] for r in results if r["status"] == "missed"],
                "errors": [r["id"] for r in results if r["status"] == "error"],
-               "not_applicable": [g["id"] for g in skipped], "seconds": round(total), "results": results}
+               "not_applicable": [g["id"] for g in skipped], "flaky_baseline": flaky, "seconds": round(total),
+               "results": results}
     pct = 100.0 * caught / len(results) if results else 100.0
     say(f"mutate: {caught}/{len(results)} guards caught ({pct:.0f}%) as {summary['user']} in {total:.0f}s"
         + (f"; {len(skipped)} apply only as {'user' if uid == 0 else 'root'}" if skipped else ""))
