@@ -56,11 +56,13 @@ def _dead_screen(env, pane: str, needle: str, timeout: float = 15) -> str:
 
 
 def _spec(env, tmp_path):
-    """A real spec, captured from a dry run's policy and a stored session."""
+    """A real spec, captured from a dry run's policy and a stored session. Its argv is a valid
+    sandbox argv (options, then --), so a launch that passes every check runs echo and prints RAN:
+    the tests below see a refusal for its own reason, never for a malformed argv."""
     out = env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "s", "--detach")
     row = sqlite3.connect(env.store).execute("SELECT id, policy, fingerprint FROM sessions").fetchone()
     spec = {"session_id": row[0], "fingerprint": row[2], "policy": json.loads(row[1]),
-            "argv": ["/bin/echo", "RAN"], "env": {}, "store": str(env.store),
+            "argv": ["/bin/echo", "--", "RAN"], "env": {}, "store": str(env.store),
             "status_file": str(tmp_path / "status"), "machine": platform.machine(), "sandboxed": True}
     return out, spec
 
@@ -72,6 +74,15 @@ def _launch(env, spec, fp, tmp_path, path=None, **kw):
         path.chmod(0o600)
     return subprocess.run([sys.executable, "-E", "-P", "-m", "tmuxjail.launch", "--fp", fp, str(path)],
                           capture_output=True, text=True, env=env.environ(), timeout=30, **kw)
+
+
+def test_the_control_spec_launches(jail_env, tmp_path):
+    """The control for the refusals below: the same spec, untouched, runs (so each refusal has
+    its own reason, not a spec the launcher could never run)."""
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 0 and "RAN" in proc.stdout, proc.stderr
 
 
 def test_tampered_policy_is_refused(jail_env, tmp_path):
@@ -138,7 +149,7 @@ def test_symlinked_spec_is_refused(jail_env, tmp_path):
     link = tmp_path / "link.json"
     link.symlink_to(real)
     proc = _launch(env, spec, spec["fingerprint"], tmp_path, path=link)
-    assert proc.returncode == 3 and "RAN" not in proc.stdout, (proc.stdout, proc.stderr)
+    assert proc.returncode == 3 and "symbolic links" in proc.stderr and "RAN" not in proc.stdout, proc.stderr
     assert real.exists()
 
 
