@@ -32,7 +32,8 @@ def test_replaying_a_jails_start_command_runs_nothing(jail_env):
     # set in the same command list may come after a fast refusal has already closed the pane).
     env.tmux("set-option", "-gw", "remain-on-exit", "on")  # this test's own server
     pane = env.tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "=app:", "-c", str(env.ws), *argv).strip()
-    screen = _dead_screen(env, pane, "refusing")
+    ran = env.ws / ".standin-codex.report"
+    screen = _dead_screen(env, pane, "refusing", failed=ran.exists)  # the replay ran the CLI: no need to wait
     assert "is gone" in screen and "refusing" in screen, screen
     status = env.tmux("display-message", "-p", "-t", pane, "#{pane_dead} #{pane_dead_status}").split()
     assert status == ["1", "3"], status
@@ -40,7 +41,7 @@ def test_replaying_a_jails_start_command_runs_nothing(jail_env):
     assert not (env.ws / ".standin-codex.report").exists()
 
 
-def _dead_screen(env, pane: str, needle: str, timeout: float = 15) -> str:
+def _dead_screen(env, pane: str, needle: str, timeout: float = 15, failed=lambda: False) -> str:
     """The pane's screen once it is dead, its exit status known, and needle shown. tmux marks a
     pane dead when its terminal closes, which may be before it has reaped the process (status
     still empty) or read the last output: the three are waited for together (this race made the
@@ -50,7 +51,7 @@ def _dead_screen(env, pane: str, needle: str, timeout: float = 15) -> str:
         dead, status, signal = (env.tmux("display-message", "-p", "-t", pane,
                                          "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").strip() + "::").split(":")[:3]
         screen = env.tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", pane)
-        if (dead == "1" and (status or signal) and needle in screen) or time.monotonic() > deadline:
+        if (dead == "1" and (status or signal) and needle in screen) or failed() or time.monotonic() > deadline:
             return screen
         time.sleep(0.05)
 
