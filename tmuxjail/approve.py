@@ -71,7 +71,8 @@ def preflight(ctx, opts) -> dict:
     """Everything a start checks, and nothing it does: never prompts, never launches."""
     workspaces = sessions._canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
     _, pol, fp, *_, approval = sessions._resolve(
-        ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction)
+        ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
+        network=opts.network)
     return {"ok": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
             "workspace": workspaces[0], "capabilities": list(pol["capabilities"]),
             "approval": approval["id"] if approval else None}

@@ -50,6 +50,9 @@ def _parser():
     s.add_argument("--name", help="session name (default: PROVIDER-WORKSPACE-XXXX)")
     s.add_argument("--env", dest="env_name", default="default", metavar="NAME",
                    help="private-home environment for isolated mode (default: default)")
+    s.add_argument("--network", choices=("host", "none", "proxy"), default=None,
+                   help="host: the host's network; none: only the jail's own loopback (default: from config, host;"
+                        " proxy is not available yet)")
     s.add_argument("--capability", action="append", default=[], metavar="ID",
                    help="optional capability to add (verified mode)")
     s.add_argument("--detach", action="store_true", help="do not attach or switch the client")
@@ -158,6 +161,7 @@ def _parser():
     pf.add_argument("--mode", choices=MODES)
     pf.add_argument("--workspace", action="append", default=[], metavar="DIR")
     pf.add_argument("--env", dest="env_name", default="default", metavar="NAME")
+    pf.add_argument("--network", choices=("host", "none", "proxy"), default=None)
     pf.add_argument("--capability", action="append", default=[], metavar="ID")
     pf.add_argument("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy")
     pf.add_argument("--json", action="store_true", help="print JSON")
@@ -179,7 +183,7 @@ def _print_json(data) -> None:
 
 
 def _session_text(d: dict) -> str:
-    lines = [f"{k}: {d.get(k)}" for k in ("name", "provider", "mode", "status", "fingerprint",
+    lines = [f"{k}: {d.get(k)}" for k in ("name", "provider", "mode", "network", "status", "fingerprint",
                                           "workspace", "private_home", "tmux_session", "tmux_pane", "created_at")]
     if d.get("failure"):
         lines.append(f"failure: {d['failure']}")
@@ -374,7 +378,8 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace),
             name=args.name, env_name=args.env_name, capabilities=tuple(args.capability),
             detach=args.detach, non_interactive=args.non_interactive, dry_run=args.dry_run,
-            args=tuple(passthrough), backend=args.backend, restriction=_restriction(args.restrict))
+            args=tuple(passthrough), backend=args.backend, restriction=_restriction(args.restrict),
+            network=args.network)
         place = None
         if (args.here or args.split) and not args.dry_run:
             from .panes import here
@@ -491,7 +496,8 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
 
         opts = sessions.StartOptions(
             provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace), env_name=args.env_name,
-            capabilities=tuple(args.capability), non_interactive=True, restriction=_restriction(args.restrict))
+            capabilities=tuple(args.capability), non_interactive=True, restriction=_restriction(args.restrict),
+            network=args.network)
         result = approve.preflight(ctx, opts)
         _print_json(result) if json_out else print(f"ok: {result['mode']} {result['fingerprint']}")
         return 0

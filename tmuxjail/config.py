@@ -11,11 +11,27 @@ from .errors import ConfigError
 
 MODES = ("compatibility", "isolated", "verified")
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
-        "limits"}
+        "limits", "network"}
 # [limits] key -> (model.Limits field, smallest value accepted)
 LIMITS = {"tmp": ("tmp_bytes", 1 << 20), "run": ("run_bytes", 1 << 20), "home": ("home_bytes", 1 << 20),
           "nproc": ("nproc", 16)}
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+NETWORKS = ("none", "host")  # narrowest first
+DEFAULT_NETWORK = "host"  # in every mode until the egress proxy exists (README, "Network")
+
+
+def check_network(value: object, where: str, error=ConfigError) -> str:
+    """A network setting, or a one-line error (exit 2). `proxy` is reserved: refused until it
+    exists, so that nobody believes a jail filters its traffic when it does not."""
+    if value == "proxy":
+        raise error(f"{where}: network 'proxy' is not yet available; use none or host")
+    if value not in NETWORKS:
+        raise error(f"{where}: network must be host or none")
+    return str(value)
+
+
+def narrower(a: str, b: str) -> str:
+    return a if NETWORKS.index(a) <= NETWORKS.index(b) else b
 
 
 @dataclass(frozen=True)
@@ -27,16 +43,18 @@ class Config:
     accept_missing_guards: tuple[str, ...] = ()
     source: str = "(defaults)"
     limits: dict = field(default_factory=dict)  # overrides of model.Limits, by field name
+    # mode -> the network a session gets when the request names none, and the widest it may ask.
+    network: dict[str, str] = field(default_factory=lambda: dict.fromkeys(MODES, DEFAULT_NETWORK))
 
 
 def _limits(raw, source: str) -> dict:
     """[limits] tmp/run/home = bytes or "16M"/"1G"; nproc = a count."""
     if not isinstance(raw, dict):
-        raise UsageError(f"{source}: limits: must be a table")
+        raise ConfigError(f"{source}: limits: must be a table")
     out = {}
     for key, value in raw.items():
         if key not in LIMITS:
-            raise UsageError(f"{source}: limits.{key}: unknown (known: {', '.join(LIMITS)})")
+            raise ConfigError(f"{source}: limits.{key}: unknown (known: {', '.join(LIMITS)})")
         name, least = LIMITS[key]
         n = value
         if isinstance(value, str) and key != "nproc":
@@ -45,14 +63,25 @@ def _limits(raw, source: str) -> dict:
                 num, unit = value, ""
             n = int(num) * _UNITS[unit] if num.isdigit() else None
         if not isinstance(n, int) or isinstance(n, bool) or n < least:
-            raise UsageError(f"{source}: limits.{key}: must be a whole number of at least {least}"
+            raise ConfigError(f"{source}: limits.{key}: must be a whole number of at least {least}"
                              + ("" if key == "nproc" else ' bytes (or "16M", "1G")'))
         out[name] = n
     return out
 
 
-def parse(text: str, source: str, env_allowed: str | None = None) -> Config:
-    """Pure: config text (+ TMUXJAIL_ALLOWED_MODES) -> Config, or a one-line UsageError."""
+def _network(raw: object, source: str, env_network: str | None) -> dict[str, str]:
+    if not isinstance(raw, dict) or set(raw) - set(MODES):
+        raise ConfigError(f"{source}: network: must be a table of mode = \"host\" or \"none\"")
+    out = {m: check_network(raw.get(m, DEFAULT_NETWORK), f"{source}: network.{m}") for m in MODES}
+    if env_network:
+        narrow = check_network(env_network.strip(), "TMUXJAIL_NETWORK")
+        out = {m: narrower(v, narrow) for m, v in out.items()}  # can only narrow
+    return out
+
+
+def parse(text: str, source: str, env_allowed: str | None = None, env_network: str | None = None) -> Config:
+    """Pure: config text (+ TMUXJAIL_ALLOWED_MODES, TMUXJAIL_NETWORK) -> Config, or a one-line
+    UsageError."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -92,8 +121,10 @@ def parse(text: str, source: str, env_allowed: str | None = None) -> Config:
                 raise ConfigError(f"{source}: providers.{name}.executable: must be an absolute path")
             executables[name] = exe
     limits = _limits(raw.get("limits", {}), source)
+    network = _network(raw.get("network", {}), source, env_network)
     return Config(
         limits=limits,
+        network=network,
         default_mode=default,
         allowed_modes=tuple(m for m in MODES if m in allowed),
         allow_unguarded_compatibility=unguarded,
@@ -105,10 +136,11 @@ def parse(text: str, source: str, env_allowed: str | None = None) -> Config:
 
 def load(path: Path) -> Config:
     env_allowed = os.environ.get("TMUXJAIL_ALLOWED_MODES")
+    env_network = os.environ.get("TMUXJAIL_NETWORK")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return parse("", "(defaults)", env_allowed)
+        return parse("", "(defaults)", env_allowed, env_network)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the config: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse(text, str(path), env_allowed)
+    return parse(text, str(path), env_allowed, env_network)

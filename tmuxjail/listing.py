@@ -116,10 +116,16 @@ def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
     return out
 
 
+def _network(row) -> str | None:
+    """The effective network the session was started with (its recorded policy)."""
+    pol = row.policy_data
+    return pol.get("network", "host") if pol else None
+
+
 def _base(row, pane, kind: str) -> dict:
     return {
         "id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
-        "status": None, "kind": kind, "agent": None,
+        "network": _network(row), "status": None, "kind": kind, "agent": None,
         "fingerprint": row.fingerprint, "workspace": row.workspace, "created_at": row.created_at,
         "tmux_socket": row.tmux_socket, "server": server_label(row.tmux_socket, os.environ),
         "tmux_session": row.tmux_session,

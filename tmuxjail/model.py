@@ -127,5 +127,6 @@ class Policy(_Frozen):
     env_names: tuple[str, ...]
     env_set: tuple[tuple[str, str], ...]
     capabilities: tuple[str, ...]
-    network: str = "host"
+    # host: the host's network namespace; none: a namespace of its own with only its loopback.
+    network: Literal["host", "none"] = "host"
     limits: Limits = Limits()

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from .canon import fingerprint as _fingerprint
+from .config import NETWORKS
 from .errors import NotApproved, UsageError
 from .model import Limits, Mode, Policy, Profile
 
@@ -53,6 +54,7 @@ class Request:
     workspaces: tuple[str, ...]  # canonical absolute paths, the first is the cwd
     env_name: str = "default"
     capabilities: tuple[str, ...] = ()
+    network: str | None = None  # None: the config's for this mode
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,20 @@ class Facts:
     git_paths: tuple[str, ...] = ()
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
     limits: dict = field(default_factory=dict)  # the operator's overrides of model.Limits
+    network: str = "host"  # the config's network for this mode (already narrowed by the environment)
+
+
+def _network(req: Request, facts: Facts) -> str:
+    """The request may narrow the operator's network for this mode, never widen it."""
+    want = req.network or facts.network
+    if want not in NETWORKS:
+        raise UsageError(f"network {want!r}: must be host or none")
+    if NETWORKS.index(want) > NETWORKS.index(facts.network):
+        raise NotApproved(
+            f"network {want} is not allowed in {req.mode.value} mode by the operator config",
+            hint=f"the config (or TMUXJAIL_NETWORK) allows {facts.network} there", data={"reason": "network"},
+        )
+    return want
 
 
 def _inside(path: str, root: str) -> bool:
@@ -152,6 +168,7 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
         raise UsageError(f"--capability applies to verified mode only ({GIT_WRITE} also in isolated mode)")
     caps = tuple(dict.fromkeys((*profile.baseline, *req.capabilities)))
     resolved = facts.executable
+    network = _network(req, facts)
 
     host_read: tuple[str, ...] = ()
     host_write: tuple[str, ...] = ()
@@ -203,6 +220,7 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
         env_set=tuple(sorted(env_set.items())),
         capabilities=caps,
         limits=Limits(**facts.limits),
+        network=network,
     )
 
 

@@ -78,8 +78,9 @@ def where_it_runs(ctx: Context, row, action: str) -> Context:
 
 StartOptions = namedtuple(
     "StartOptions",
-    "provider mode workspaces name env_name capabilities detach non_interactive dry_run args backend restriction",
-    defaults=(None, (), None, "default", (), False, False, False, (), None, None),
+    "provider mode workspaces name env_name capabilities detach non_interactive dry_run args backend restriction "
+    "network",
+    defaults=(None, (), None, "default", (), False, False, False, (), None, None, None),
 )
 
 
@@ -103,7 +104,7 @@ def _canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
 
 def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
              env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
-             gate: bool = True):
+             gate: bool = True, network: str | None = None):
     """Everything a start or resume needs, from today's inputs: (request, policy, fp, bits).
     Verified mode also needs an approval that covers exactly this profile, executable and
     capability set; without one this raises NotApproved before anything runs."""
@@ -122,6 +123,8 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         mode = Mode(mode_name)
     except ValueError:
         raise UsageError(f"unknown mode {mode_name!r}") from None
+    if network is not None:
+        config_mod.check_network(network, "--network", UsageError)
     profile = profiles.load(provider)
     backend = bwrap.find()
     unguarded = False
@@ -161,7 +164,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     home = str(p.home)
     pw = pwd.getpwuid(os.getuid())
     req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
-                         capabilities=tuple(capabilities))
+                         capabilities=tuple(capabilities), network=network)
     declared = [
         g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths
     ]
@@ -171,7 +174,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=_git_paths(workspaces) if mode.strict else (),
-        realpaths=host.realpaths(declared), limits=cfg.limits,
+        realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
     )
     if restriction is not None:
         from . import restrict
@@ -188,6 +191,9 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     else:
         pol = policy.resolve(req, profile, adapter, facts)
     data = policy.as_data(pol)
+    if unguarded and data["network"] != "host":
+        raise SandboxUnavailable(f"network {data['network']} cannot be enforced: {why}",
+                                 hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)")
     approval = None
     if mode is Mode.verified and gate:
         approval = _approval_for(store, profile, data)
@@ -371,7 +377,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     workspaces = _canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
     req, pol, fp, adapter, resolved, backend, unguarded, approval = _resolve(
         ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-        gate=not opts.dry_run)  # a dry run shows what would need approving
+        gate=not opts.dry_run, network=opts.network)  # a dry run shows what would need approving
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(resolved.argv, pol["mode"], pol["backend"])
     cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
@@ -413,7 +419,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         raise UsageError(f"a tmux session named {name!r} already exists on this server")
     request = {"provider": opts.provider, "mode": pol["mode"], "workspaces": list(workspaces),
                "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
-               "restriction": opts.restriction}
+               "restriction": opts.restriction, "network": opts.network}
     if place is not None:
         request["placement"] = place.kind
     row = store.insert_session(
@@ -483,9 +489,10 @@ def recompute(ctx: Context, row) -> tuple[str, dict, list[str]]:
         if tuple(workspaces) != tuple(r["workspaces"]):
             return "", {}, ["workspace"]
         _, pol, fp, *_ = _resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
-                                  tuple(r.get("capabilities", ())), r.get("restriction"), gate=False)
-    except NotApproved:
-        return "", {}, ["mode"]
+                                  tuple(r.get("capabilities", ())), r.get("restriction"), gate=False,
+                                  network=r.get("network"))
+    except NotApproved as exc:
+        return "", {}, [exc.data.get("reason", "mode")]
     except ConfigError as exc:
         raise _refuse(row, ["config"], f"cannot recompute the policy of {row.name}: {exc.message}",
                       "fix the config (`tmuxjail doctor` shows its path), then retry") from None

@@ -55,6 +55,9 @@ class Bwrap:
             "--unshare-cgroup-try",
             "--cap-drop", "ALL",
         ]
+        if policy.get("network", "host") != "host":
+            # none: a network namespace of its own, with only its own loopback (bwrap brings it up).
+            out.append("--unshare-net")
         if mode == "compatibility":
             out += self._compatibility(policy, host)
         else:

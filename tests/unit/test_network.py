@@ -1,0 +1,77 @@
+"""Pure pieces of the network setting: config parsing and narrowing, policy resolution, argv."""
+
+from __future__ import annotations
+
+import pytest
+
+from tmuxjail import config, identity, policy, profiles
+from tmuxjail.adapters import get as adapter
+from tmuxjail.errors import NotApproved, UsageError
+from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.sandbox import HostLayout
+from tmuxjail.sandbox.bwrap import Bwrap
+
+HOME = "/home/u"
+MODES = ("compatibility", "isolated", "verified")
+LAYOUT = HostLayout(top={"/bin": "usr/bin"}, tmux_dirs=(), tmux_files=(), etc_secrets=())
+
+
+def resolve(mode="isolated", network=None, ceiling="host"):
+    facts = policy.Facts(
+        home=HOME, uid=1000, user="u", login_shell="/bin/sh",
+        own_dirs=(f"{HOME}/.config/tmuxjail", f"{HOME}/.local/state/tmuxjail", f"{HOME}/.local/share/tmuxjail"),
+        config_dir=f"{HOME}/.config/tmuxjail", private_home=f"{HOME}/.local/share/tmuxjail/homes/codex/default",
+        backend="bwrap",
+        executable=identity.Resolved(ExecutableIdentity(path="/opt/codex/codex", sha256="sha256:" + "a" * 64),
+                                     ["/opt/codex/codex"], ("/opt/codex",)),
+        allowed_modes=MODES, network=ceiling,
+    )
+    req = policy.Request(provider="codex", mode=Mode(mode), workspaces=(f"{HOME}/src/app",), network=network)
+    return policy.as_data(policy.resolve(req, profiles.load("codex"), adapter("codex"), facts))
+
+
+def test_config_network_defaults_to_host_in_every_mode():
+    assert config.parse("", "c.toml").network == dict.fromkeys(MODES, "host")
+
+
+def test_config_network_per_mode_and_the_environment_only_narrows():
+    c = config.parse('[network]\nisolated = "none"\n', "c.toml")
+    assert c.network == {"compatibility": "host", "isolated": "none", "verified": "host"}
+    assert config.parse('[network]\nisolated = "none"\n', "c.toml", env_network="host").network == c.network
+    assert config.parse("", "c.toml", env_network="none").network == dict.fromkeys(MODES, "none")
+
+
+@pytest.mark.parametrize("text,env,needle", [
+    ('[network]\nisolated = "proxy"\n', None, "not yet available"),
+    ("", "proxy", "not yet available"),
+    ('[network]\nisolated = "off"\n', None, "host or none"),
+    ("", "open", "TMUXJAIL_NETWORK"),
+    ('[network]\nstrict = "none"\n', None, "table of mode"),
+    ('network = "none"\n', None, "table of mode"),
+])
+def test_config_network_refuses_what_it_cannot_enforce(text, env, needle):
+    with pytest.raises(UsageError) as e:
+        config.parse(text, "c.toml", env_network=env)
+    assert needle in e.value.message and "\n" not in e.value.message
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_policy_network_default_request_and_narrowing(mode):
+    assert resolve(mode)["network"] == "host"
+    assert resolve(mode, "none")["network"] == "none"
+    assert resolve(mode, ceiling="none")["network"] == "none"
+    with pytest.raises(NotApproved) as e:
+        resolve(mode, "host", ceiling="none")  # a request never widens the operator's setting
+    assert e.value.data["reason"] == "network"
+
+
+def test_network_change_is_the_network_reason_and_changes_the_fingerprint():
+    a, b = resolve(), resolve(network="none")
+    assert policy.fingerprint(a) != policy.fingerprint(b)
+    assert policy.diff(a, b) == ["network"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bwrap_unshares_the_network_only_for_none(mode):
+    assert "--unshare-net" in Bwrap().wrap(resolve(mode, "none"), ["x"], LAYOUT)
+    assert "--unshare-net" not in Bwrap().wrap(resolve(mode), ["x"], LAYOUT)
