@@ -75,3 +75,14 @@ def test_network_change_is_the_network_reason_and_changes_the_fingerprint():
 def test_bwrap_unshares_the_network_only_for_none(mode):
     assert "--unshare-net" in Bwrap().wrap(resolve(mode, "none"), ["x"], LAYOUT)
     assert "--unshare-net" not in Bwrap().wrap(resolve(mode), ["x"], LAYOUT)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_seatbelt_network_none_allows_no_ip_in_any_mode(mode):
+    """The macOS backend enforces none too: compatibility is (allow default) plus denies, so it
+    needs its own IP denies; strict modes allow IP only for host."""
+    from test_seatbelt import R, allowed, denied, evaluator, make_policy
+
+    none = evaluator(make_policy(mode, network="none"))
+    denied(none, R("network-outbound", ip=True), R("network-bind", ip=True), R("network-inbound", ip=True))
+    allowed(evaluator(make_policy(mode)), R("network-outbound", ip=True))

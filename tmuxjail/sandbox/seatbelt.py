@@ -363,6 +363,9 @@ def _compatibility(policy: dict, host: HostLayout, params: _Params) -> list[str]
     out += ["; programs started through LaunchServices or Apple Events run outside the sandbox",
             "(deny lsopen)", "(deny appleevent-send)"]
     out += _deny("mach-lookup", [f"(global-name {_q(s)})" for s in LAUNCH_SERVICES])
+    if policy.get("network", "host") != "host":  # none: no IP at all, as strict modes without _network()
+        out += ["; network: none", "(deny network-outbound (remote ip))", "(deny network-inbound (local ip))",
+                "(deny network-bind (local ip))"]
     return out
 
 
