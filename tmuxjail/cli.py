@@ -11,7 +11,8 @@ EPILOG = """examples:
   tmuxjail resume app                              reattach, or relaunch the CLI's own resume
 
 exit codes: 0 ok, 1 error, 2 usage or bad input, 3 resume refused,
-            4 approval/capability/allowed mode missing, 5 sandbox unavailable"""
+            4 approval/capability/allowed mode missing, 5 sandbox unavailable,
+            6 audit found something to review"""
 
 PROVIDERS = ("codex", "claude-code", "cursor", "pi", "shell")
 MODES = ("compatibility", "isolated", "verified")
@@ -106,6 +107,13 @@ def _parser():
     sl.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the new window")
     sl.add_argument("--json", action="store_true", help="print JSON")
 
+    au = cmd("audit", "list what the session left in its workspaces that the host would run or trust "
+             "(git hooks and command keys, .envrc, editor tasks, setuid files, links out); exit 6 if any",
+             "tmuxjail audit app --json")
+    au.add_argument("name")
+    au.add_argument("--all", action="store_true", help="everything present, not only what changed since the start")
+    au.add_argument("--json", action="store_true", help="print JSON")
+
     mn = cmd("menu", "run (or --print) the tmux menu/popup behind a tmux.conf.example key",
              "tmuxjail menu start --print")
     mn.add_argument("action", choices=("start", "resume", "list", "shell", "policy", "stop", "_start"),
@@ -187,6 +195,12 @@ def _session_text(d: dict) -> str:
                                           "workspace", "private_home", "tmux_session", "tmux_pane", "created_at")]
     if d.get("failure"):
         lines.append(f"failure: {d['failure']}")
+    if d.get("audit"):
+        from .audit import clean
+
+        a = d["audit"]
+        lines.append(f"audit: {a['count']} finding(s) at {a['at']} (tmuxjail audit {d['name']})")
+        lines += [f"  {f['kind']}  {clean(f['path'])}: {clean(f['detail'])}" for f in a["findings"][:20]]
     return "\n".join(lines)
 
 
@@ -253,6 +267,10 @@ def run(argv: list[str]) -> int:
         from .panes import run_pane
 
         return run_pane(argv[1:])
+    if argv[:1] == ["_audit"]:  # a pane-died hook of a strict session; see audit.py
+        from .audit import run_hidden
+
+        return run_hidden(argv[1:])
     argv, passthrough = _split_passthrough(argv)
     args = _parser().parse_args(argv)
     if args.version:
@@ -457,6 +475,17 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         from . import menu
 
         return menu.run(ctx, args.action, args.client, args.pane, args.print, args.rest)
+    if args.command == "audit":
+        from . import audit
+        from .errors import FINDINGS
+        from .tmux import check_name
+
+        row = ctx.store.find(check_name(args.name))
+        if row is None:
+            raise UsageError(f"no session named {args.name!r}", hint="see: tmuxjail list --all")
+        result = audit.run(ctx.store, row, show_all=args.all)
+        _print_json(result) if json_out else print(audit.render(result))
+        return FINDINGS if result["count"] else 0
     if args.command == "show":
         d = sessions.show(ctx, args.name)
         if json_out:

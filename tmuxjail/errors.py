@@ -6,6 +6,7 @@ USAGE = 2
 REFUSED = 3
 NOT_APPROVED = 4
 SANDBOX_UNAVAILABLE = 5
+FINDINGS = 6  # `tmuxjail audit`: something the host would run or trust; not an error
 
 
 class TmuxjailError(Exception):

@@ -54,6 +54,7 @@ def rows(ctx, include_stopped: bool = False, check: bool = False, activity: bool
             got = got[:1]
             got[0].update(status="unreachable", failure=why)
         out += got
+    _audits(ctx, out)
     if check:
         _check(ctx, records, out)
     if activity:
@@ -180,6 +181,16 @@ def _check(ctx, records, out: list[dict]) -> None:
             d["reasons"] = reasons or ["tampered"]
 
 
+def _audits(ctx, out: list[dict]) -> None:
+    """`audit`: the count of findings of the session's last audit (`tmuxjail audit NAME`)."""
+    from .audit import latest
+
+    found = latest(ctx.readonly_store())
+    for d in out:
+        if d["kind"] == "agent" and d["id"] in found:
+            d["audit"] = found[d["id"]]["count"]
+
+
 def _activity(tmux, out: list[dict]) -> None:
     from .activity import guess
 
@@ -195,6 +206,12 @@ def public(rows_: list[dict]) -> list[dict]:
 
 
 def _status_text(d: dict) -> str:
+    if d.get("audit"):
+        return f"{_status(d)}!audit({d['audit']})"
+    return _status(d)
+
+
+def _status(d: dict) -> str:
     s = d["status"]
     if s == "exited":
         return f"exited({'?' if d.get('exit_status') is None else d['exit_status']})"
@@ -274,7 +291,7 @@ def table(rows_: list[dict], color: bool = False, width: int | None = None, home
             if color and i == 0:
                 text = f"\x1b[1m{text}\x1b[0m"
             elif color and j in coloured:
-                key = str(v).split("(")[0]
+                key = str(v).split("!")[0].split("(")[0]
                 if key in COLORS:
                     text = f"\x1b[{COLORS[key]}m{str(v)}\x1b[0m" + " " * (w - len(str(v)) if j < len(row) - 1 else 0)
             cells.append(text)

@@ -431,6 +431,9 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     )
     try:
         _prepare_dirs(ctx, pol, adapter)
+        from . import audit
+
+        audit.baseline(store, row.id, workspaces)  # before the jail can change anything
         spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
         from . import panes
 
@@ -439,7 +442,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
                                    _options(row.id, pol, fp), opts.detach)
         else:
             pane = ctx.tmux.new_session(name, _pane_argv(ctx, fp, spec), workspaces[0], _options(row.id, pol, fp),
-                                        session_options=panes.session_options(row.id, fp))
+                                        session_options=panes.session_options(row.id, fp),
+                                        hooks=audit.session_hooks(row.id, pol["mode"]))
     except BaseException as exc:
         store.update_session(row.id, status="failed", failure=str(exc)[:500])
         raise
@@ -559,10 +563,11 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         ctx.tmux.respawn(jail[0].pane_id, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
         pane = jail[0].pane_id
     else:
-        from . import panes
+        from . import audit, panes
 
         pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts,
-                                    session_options=panes.session_options(row.id, fp))
+                                    session_options=panes.session_options(row.id, fp),
+                                    hooks=audit.session_hooks(row.id, pol["mode"]))
     store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
     return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
 
@@ -637,6 +642,9 @@ def show(ctx: Context, name: str) -> dict:
         out["capabilities"] = [{"id": c, "label": labels.get(c)} for c in pol["capabilities"]]
     approvals = {a["id"]: a for a in ctx.readonly_store().approvals(row.provider, include_revoked=True)}
     out["approval"] = approvals.get(row.approval_id)
+    from .audit import latest
+
+    out["audit"] = latest(ctx.readonly_store(), {row.id}).get(row.id)
     return out
 
 
@@ -658,5 +666,8 @@ def stop(ctx: Context, name: str) -> dict:
         ctx.tmux.kill_session(row.tmux_session)
     store.update_session(row.id, status="stopped")
     store.event("stop", row.id)
+    from . import audit
+
+    audit.run(store, row)  # the session's last word: list --all and show keep it
     log.info("stop", session=name)
     return describe(ctx, store.find(name))

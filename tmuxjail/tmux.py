@@ -161,7 +161,7 @@ class Tmux:
         return self.run("has-session", "-t", f"={name}", check=False).returncode == 0
 
     def new_session(self, name: str, argv: list[str], cwd: str, options: dict[str, str],
-                    session_options: dict[str, str] | None = None) -> str:
+                    session_options: dict[str, str] | None = None, hooks: dict[str, str] | None = None) -> str:
         """Start a detached session whose only pane runs argv; return the pane id. The options
         are set in the same tmux invocation, before the server's event loop can reap a command
         that exits at once, so a dead jail stays visible instead of taking its window with it.
@@ -170,6 +170,10 @@ class Tmux:
         args = ["new-session", "-d", "-s", name, "-c", start_dir(cwd), "-P", "-F", "#{pane_id}", *argv]
         for key, value in (session_options or {}).items():
             args += [";", "set-option", "-t", target, key, value]
+        # Pane hooks (pane-died) live on windows, not sessions: these go on the session's first
+        # window, the agent's. tmux parses `command` when it is set.
+        for hook, command in (hooks or {}).items():
+            args += [";", "set-hook", "-w", "-t", target, hook, command]
         args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
         args += self._option_args(target, options)
         return self.first_line(self.run(*args), "new-session")

@@ -1,0 +1,82 @@
+"""The audit's own git-config reader, checked against git itself (`git config --file F --list`
+on files written here, never on a workspace), and which keys it calls command-running; plus the
+walk's bounds on a real tree."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tmuxjail import gitconfig, scan
+
+SAMPLES = [
+    "[core]\n\tfsmonitor = touch x\n",
+    "[CORE]\n\tFSMonitor=\"a b\"  # comment\n\tpager\n",
+    "[core] hooksPath = /h ; trailing\n[alias]\n st = !sh -c \"echo \\\"hi\\\"\"\n",
+    "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\tsmudge = a\\\n b\n",
+    "[includeIf \"gitdir:~/w/\"]\n\tpath = ../x\n[Diff \"Tex\"] textconv = od\n",
+    "[core.Sub]\n\tx = 1\n[merge \"m\\\"q\"]\n\tdriver = d %O\n",
+    "; only a comment\n# another\n\n[credential \"https://h\"]\n\thelper = store\n",
+    "[core]\r\n\teditor = vi\r\n",
+    "[a]\n\tk = \"x\" y \"  z \"  \n",
+]
+
+
+@pytest.mark.skipif(not shutil.which("git"), reason="git is not installed")
+@pytest.mark.parametrize("text", SAMPLES)
+def test_parser_agrees_with_git(tmp_path, text):
+    f = tmp_path / "config"
+    f.write_text(text, newline="")
+    proc = subprocess.run(["git", "config", "--file", str(f), "--list", "-z"], capture_output=True,
+                          env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"})
+    assert proc.returncode == 0, proc.stderr
+    theirs = []
+    for item in proc.stdout.decode().split("\0")[:-1]:
+        key, nl, value = item.partition("\n")
+        theirs.append((key.lower(), value if nl else None))
+    entries, bad = gitconfig.parse(text)
+    assert bad == []
+    assert [(k.lower(), v) for k, v in entries] == theirs
+
+
+def test_what_git_refuses_is_reported_not_skipped():
+    entries, bad = gitconfig.parse("[core\nfsmonitor = x\n[core]\n\tpager = \"open\n[ok]\nk = \\q\n")
+    assert bad == [1, 2, 4, 6]
+
+
+@pytest.mark.parametrize("key,value,runs", [
+    ("core.fsmonitor", "x", True), ("core.hookspath", "h", True), ("core.sshcommand", "s", True),
+    ("core.pager", "p", True), ("core.editor", "e", True), ("core.askpass", "a", True),
+    ("filter.x.clean", "c", True), ("filter.x.smudge", "c", True), ("filter.x.process", "c", True),
+    ("diff.x.textconv", "t", True), ("diff.x.command", "t", True), ("merge.x.driver", "d", True),
+    ("credential.helper", "h", True), ("credential.https://h.helper", "h", True),
+    ("include.path", "p", True), ("includeif.gitdir:/x.path", "p", True), ("gpg.program", "g", True),
+    ("gpg.ssh.program", "g", True), ("sequence.editor", "e", True), ("alias.st", "!sh", True),
+    ("alias.co", "checkout", False), ("submodule.s.update", "!x", True), ("submodule.s.update", "merge", False),
+    ("pager.log", "less", True), ("pager.log", "false", False), ("core.bare", "false", False),
+    ("user.name", "x", False), ("remote.origin.uploadpack", "x", True), ("core.worktree", "/x", True),
+])
+def test_command_keys(key, value, runs):
+    assert gitconfig.runs(key, value) is runs
+
+
+def test_entry_cap_is_reported(tmp_path, monkeypatch):
+    for i in range(50):
+        (tmp_path / f"f{i}").write_text("x")
+    (tmp_path / ".envrc").write_text("x")
+    monkeypatch.setattr(scan, "MAX_ENTRIES", 20)
+    s = scan.scan([str(tmp_path)])
+    assert any(c.startswith("entry cap") for c in s.capped)
+
+
+def test_the_walk_never_follows_a_symlinked_directory(tmp_path):
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    (outside / ".git").mkdir(parents=True)
+    (outside / ".envrc").write_text("x")
+    (ws / "in").symlink_to(outside)
+    kinds = {(os.path.relpath(f["path"], ws), f["kind"]) for f in scan.scan([str(ws)]).findings}
+    assert kinds == {("in", "symlink-out")}

@@ -1,0 +1,170 @@
+"""A small, tolerant reader of git's config syntax, and which keys make git run a command or trust
+another file. Pure: `audit` reads the file itself, because running `git config` on a workspace
+would run the very fsmonitor it is looking for.
+
+Tolerant means: a line this parser does not understand is returned as unparsed (the audit reports
+it) instead of being skipped, so a syntax git accepts and we do not is never silently trusted."""
+
+from __future__ import annotations
+
+import re
+
+# Keys (section and name lowercased; the subsection shape only) whose value git runs, passes to a
+# shell, or follows to more configuration or to another worktree or hook directory.
+RUNS = re.compile(r"""^(?:
+    core\.(?:fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|worktree|alternaterefscommand)
+  | diff\.external | sequence\.editor | interactive\.difffilter | web\.browser | gpg\.program
+  | init\.templatedir | uploadpack\.packobjectshook | include\.path | includeif\..+\.path
+  | sendemail\.(?:smtpserver|tocmd|cccmd|headercmd|sendmailcmd)
+  | credential\.(?:.+\.)?helper | filter\..+\.(?:clean|smudge|process)
+  | diff\..+\.(?:textconv|command) | merge\..+\.driver | gpg\..+\.program | gpg\.ssh\.defaultkeycommand
+  | (?:difftool|mergetool|man|browser|guitool)\..+\.(?:cmd|path)
+  | remote\..+\.(?:uploadpack|receivepack) | tar\..+\.command | trailer\..+\.(?:command|cmd)
+  | lfs\.customtransfer\..+\.path | lfs\.extension\..+\.(?:clean|smudge)
+)$""", re.X)
+BANG = re.compile(r"^(?:alias\..+|submodule\..+\.update)$")  # a command only when it starts with "!"
+PAGER = re.compile(r"^pager\..+$")  # a command unless it is a boolean
+BOOLS = frozenset({"", "true", "false", "yes", "no", "on", "off", "1", "0"})
+_NAME = re.compile(r"[A-Za-z0-9-]")
+_SECTION = re.compile(r"[A-Za-z0-9.-]")
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
+
+
+def parse(text: str) -> tuple[list[tuple[str, str | None]], list[int]]:
+    """(entries as (section[.subsection].name, value or None for a bare key), unparsed line numbers)."""
+    entries: list[tuple[str, str | None]] = []
+    bad: list[int] = []
+    section: str | None = None
+    i, n, line = 0, len(text), 1
+
+    def skip_line(j: int) -> int:
+        k = text.find("\n", j)
+        return n if k < 0 else k
+
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif c in " \t\r\f\v":
+            i += 1
+        elif c in "#;":
+            i = skip_line(i)
+        elif c == "[":
+            section, i = _header(text, i + 1)
+            if section is None:
+                bad.append(line)
+                i = skip_line(i)
+        elif _NAME.match(c) and c.isascii() and c.isalpha() and section is not None:
+            j = i
+            while j < n and _NAME.match(text[j]):
+                j += 1
+            key = f"{section}.{text[i:j].lower()}"
+            while j < n and text[j] in " \t":
+                j += 1
+            if j >= n or text[j] in "\n#;\r":
+                entries.append((key, None))
+                i = j
+            elif text[j] == "=":
+                value, i, lines, ok = _value(text, j + 1)
+                if ok:
+                    entries.append((key, value))
+                else:
+                    bad.append(line)
+                    i = skip_line(i)
+                line += lines
+            else:
+                bad.append(line)
+                i = skip_line(j)
+        else:
+            bad.append(line)
+            i = skip_line(i)
+    return entries, bad
+
+
+def _header(text: str, i: int) -> tuple[str | None, int]:
+    n = len(text)
+    j = i
+    while j < n and _SECTION.match(text[j]):
+        j += 1
+    name = text[i:j]
+    if not name:
+        return None, j
+    if j < n and text[j] == "]":
+        if "." in name:  # the old [section.subsection] form
+            sec, _, sub = name.partition(".")
+            return f"{sec.lower()}.{sub.lower()}", j + 1
+        return name.lower(), j + 1
+    while j < n and text[j] in " \t":
+        j += 1
+    if j >= n or text[j] != '"' or "." in name:
+        return None, j
+    j += 1
+    sub = []
+    while j < n and text[j] not in '"\n':
+        if text[j] == "\\" and j + 1 < n and text[j + 1] != "\n":
+            j += 1
+        sub.append(text[j])
+        j += 1
+    if j + 1 < n and text[j] == '"' and text[j + 1] == "]":
+        return f"{name.lower()}.{''.join(sub)}", j + 2
+    return None, j
+
+
+def _value(text: str, i: int) -> tuple[str, int, int, bool]:
+    """(value, index after it, newlines consumed by continuations, ok)."""
+    n = len(text)
+    out: list[str] = []
+    keep = 0  # length of out up to the last character that is not trailing unquoted space
+    quoted = False
+    lines = 0
+    while i < n and text[i] in " \t" and not out:
+        i += 1
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            if quoted:
+                return "", i, lines, False
+            break
+        if c == "\\":
+            nxt = text[i + 1] if i + 1 < n else ""
+            if nxt == "\n":
+                lines += 1
+                i += 2
+                continue
+            if nxt == "\r" and text[i + 2: i + 3] == "\n":
+                lines += 1
+                i += 3
+                continue
+            if nxt not in _ESCAPES:
+                return "", i, lines, False
+            out.append(_ESCAPES[nxt])
+            keep = len(out)
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+            i += 1
+            continue
+        if not quoted and c in "#;":
+            break
+        out.append(c)
+        if quoted or c not in " \t\r":
+            keep = len(out)
+        i += 1
+    if quoted:
+        return "", i, lines, False
+    return "".join(out[:keep]), i, lines, True
+
+
+def runs(key: str, value: str | None) -> bool:
+    """Does this key make git run something or trust something else?"""
+    k = key.lower()
+    if RUNS.match(k):
+        return True
+    v = (value or "").strip()
+    if BANG.match(k):
+        return v.startswith("!")
+    if PAGER.match(k):
+        return value is not None and v.lower() not in BOOLS
+    return False
