@@ -2,8 +2,10 @@
 it changed since the session started.
 
 At start, one walk (scan.py) records an id and a signature per finding in an `audit-base` event
-(ids and hashes only: a few dozen bytes per finding). An audit walks again and reports findings
-whose id is new (`added`) or whose signature differs (`changed`); `--all` reports everything.
+(ids and hashes only: a few dozen bytes per finding), and the time. An audit walks again and
+reports findings whose id is new (`added`) or whose signature differs (`changed`); setuid/setgid
+files always (`added` when their inode changed after the start: ctime, which a jail cannot set
+back), hard links only when added; `--all` reports everything.
 Each audit is stored as an `audit` event, which `list` and `show` read. Owned strict sessions
 run it themselves when a pane dies (a `pane-died` hook whose command holds only the session id
 and tmuxjail's own interpreter path), and `stop` runs it too."""
@@ -31,9 +33,10 @@ def workspaces(row) -> list[str]:
 def baseline(store, sid: str, roots) -> dict:
     from .scan import scan
 
+    since = time.time_ns() - 1_000_000_000  # a second of slack for the file system's coarse clock
     t0 = time.monotonic()
-    s = scan(roots)
-    data = {"ids": {f["id"]: f["sig"] for f in s.findings}, "entries": s.entries,
+    s = scan(roots, stat_files=False)
+    data = {"ids": {f["id"]: f["sig"] for f in s.findings}, "since_ns": since, "entries": s.entries,
             "capped": s.capped, "ms": round((time.monotonic() - t0) * 1000, 1)}
     store.event("audit-base", sid, **data)
     return data
@@ -46,14 +49,19 @@ def _base(store, sid: str) -> dict | None:
 
 
 def run(store, row, show_all: bool = False, record: bool = True) -> dict:
-    from .scan import scan
+    from .scan import STAT_KINDS, scan
 
     roots = workspaces(row)
     s = scan(roots)
     base = None if show_all else _base(store, row.id)
     out = []
     for f in s.findings:
-        if base is None:
+        if f["kind"] in STAT_KINDS:
+            new = base is not None and f["ctime"] >= base.get("since_ns", 0)
+            if f["kind"] == "hardlink" and base is not None and not new:
+                continue
+            change = "added" if new else "present"
+        elif base is None:
             change = "present"
         elif f["id"] not in base["ids"]:
             change = "added"

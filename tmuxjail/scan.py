@@ -29,6 +29,8 @@ IN_DIR = {".vscode": {"tasks.json", "settings.json", "launch.json"}, ".zed": {"s
           ".idea": {"workspace.xml"}}
 ANY_IN = {"runConfigurations", ".run"}  # .idea/runConfigurations/*, .run/*.run.xml (JetBrains)
 GIT_CONFIGS = ("config", "config.worktree")
+NAMES = frozenset({*NAMED, *(n for names in IN_DIR.values() for n in names), ".git"})
+STAT_KINDS = ("setuid", "setgid", "hardlink")  # found by lstat; `ctime` says when they appeared
 
 
 def _id(*parts: str) -> str:
@@ -36,19 +38,23 @@ def _id(*parts: str) -> str:
 
 
 class Scan:
-    def __init__(self, roots):
+    def __init__(self, roots, stat_files: bool = True):
+        """stat_files=False: the start snapshot. It skips the lstat of every file (most of the
+        walk's cost): setuid/setgid/hard-link findings carry their inode's ctime instead, which
+        a jail cannot set back, and the audit compares that with the snapshot's time."""
         self.roots = [os.path.normpath(r) for r in roots]
+        self.stat_files = stat_files
         self.findings: list[dict] = []
         self.entries = 0
         self.capped: list[str] = []
         self.skipped: list[str] = []
 
     # -- results ----------------------------------------------------------------------------
-    def add(self, kind: str, path: str, detail: str, material: str = "", key: str = "") -> None:
-        """material: what makes two sightings the same (content hash, ctime, value)."""
+    def add(self, kind: str, path: str, detail: str, material: str = "", key: str = "", **extra) -> None:
+        """material: what makes two sightings the same (content hash, link target, value)."""
         ident = _id(kind, path, key)
         self.findings.append({"kind": kind, "path": path, "detail": detail, "id": ident,
-                              "sig": _id(ident, material)})
+                              "sig": _id(ident, material), **extra})
 
     def inside(self, real: str) -> bool:
         return any(real == r or real.startswith(r.rstrip("/") + "/") for r in self.roots)
@@ -84,15 +90,16 @@ class Scan:
         is_git = base == ".git" or ("HEAD" in names and ("objects" in names or "commondir" in names))
         if is_git:
             self._gitdir(dfd, path, names)
+        named = base in ANY_IN
         for e in entries:
-            child = os.path.join(path, e.name)
             try:
                 if e.is_symlink():
-                    self._link(dfd, e.name, child, base, is_git)
+                    self._link(dfd, e.name, os.path.join(path, e.name), base, is_git)
                 elif e.is_dir(follow_symlinks=False):
-                    self._subdir(dfd, e.name, child, depth, in_git or is_git)
-                else:  # regular files, and FIFOs or sockets planted under a trusted name
-                    self._file(dfd, e, child, base, path, in_git or is_git)
+                    self._subdir(dfd, e.name, os.path.join(path, e.name), depth, in_git or is_git)
+                elif self.stat_files or named or e.name in NAMES:
+                    # regular files, and FIFOs or sockets planted under a trusted name
+                    self._file(dfd, e, os.path.join(path, e.name), base, path, in_git or is_git)
             except OSError:
                 continue  # gone or changed while we looked: the next audit sees what is there
 
@@ -121,14 +128,10 @@ class Scan:
         return None
 
     def _file(self, dfd: int, e, path: str, parent: str, dirpath: str, in_git: bool) -> None:
-        st = e.stat(follow_symlinks=False)
-        meta = f"{st.st_mode:o}:{st.st_ino}:{st.st_ctime_ns}:{st.st_size}"
-        if st.st_mode & stat.S_ISUID:
-            self.add("setuid", path, f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}", meta)
-        if st.st_mode & stat.S_ISGID:
-            self.add("setgid", path, f"mode {stat.S_IMODE(st.st_mode):04o}, group gid {st.st_gid}", meta)
-        if st.st_nlink > 1 and stat.S_ISREG(st.st_mode) and not in_git:
-            self.add("hardlink", path, f"{st.st_nlink} links to this file (another name may be outside)", meta)
+        if self.stat_files:
+            st = e.stat(follow_symlinks=False)
+            if st.st_mode & (stat.S_ISUID | stat.S_ISGID) or st.st_nlink > 1:
+                self._stat_kinds(st, path, in_git)
         kind = self._named_kind(e.name, parent, os.path.basename(os.path.dirname(dirpath)))
         if kind is None:
             return
@@ -137,7 +140,18 @@ class Scan:
             first = (text or "").strip().splitlines()[:1]
             self.add(kind, path, f"git file: {first[0] if first else '(empty)'}", digest)
         else:
-            self.add(kind, path, f"{st.st_size} bytes", digest)
+            self.add(kind, path, f"{len(text or '')} characters" if text is not None else digest, digest)
+
+    def _stat_kinds(self, st, path: str, in_git: bool) -> None:
+        meta = f"{st.st_mode:o}:{st.st_ino}:{st.st_ctime_ns}"
+        mode = f"mode {stat.S_IMODE(st.st_mode):04o}"
+        if st.st_mode & stat.S_ISUID:
+            self.add("setuid", path, f"{mode}, owner uid {st.st_uid}", meta, ctime=st.st_ctime_ns)
+        if st.st_mode & stat.S_ISGID:
+            self.add("setgid", path, f"{mode}, group gid {st.st_gid}", meta, ctime=st.st_ctime_ns)
+        if st.st_nlink > 1 and stat.S_ISREG(st.st_mode) and not in_git:
+            self.add("hardlink", path, f"{st.st_nlink} names for this file (another may be outside)", meta,
+                     ctime=st.st_ctime_ns)
 
     def _link(self, dfd: int, name: str, path: str, parent: str, in_gitdir: bool) -> None:
         target = os.readlink(name, dir_fd=dfd)
@@ -222,5 +236,5 @@ class Scan:
             os.close(fd)
 
 
-def scan(roots) -> Scan:
-    return Scan(roots).run()
+def scan(roots, stat_files: bool = True) -> Scan:
+    return Scan(roots, stat_files).run()

@@ -124,6 +124,8 @@ def test_untouched_workspace_reports_nothing_and_all_shows_what_was_there(world,
     (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (ws / ".git" / "config").write_text("[core]\n\tpager = less\n")
     (ws / ".envrc").write_text("use nix\n")
+    (ws / "blob").write_text("x")
+    os.link(ws / "blob", ws / "blob-again")  # hard links from before the start are not news
     jail = Jail(env, mode, workspace=ws)
     jail.sh("ls -la > /dev/null; echo ok")
     data = audit(env)
@@ -134,7 +136,7 @@ def test_untouched_workspace_reports_nothing_and_all_shows_what_was_there(world,
     assert changed == {".envrc": "changed"}, changed
     everything = audit(env, "j", "--all")
     kinds = {(os.path.relpath(f["path"], jail.ws), f["kind"]) for f in everything["findings"]}
-    assert {(".git", "git-repo"), (".git/config", "git-config"), (".envrc", "direnv")} <= kinds
+    assert {(".git", "git-repo"), (".git/config", "git-config"), (".envrc", "direnv"), ("blob", "hardlink")} <= kinds
     assert all(f["change"] == "present" for f in everything["findings"])
 
 
