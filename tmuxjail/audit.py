@@ -33,7 +33,9 @@ def workspaces(row) -> list[str]:
 def baseline(store, sid: str, roots) -> dict:
     from .scan import scan
 
-    since = time.time_ns() - 1_000_000_000  # a second of slack for the file system's coarse clock
+    # The jail starts hundreds of ms after this, far more than the file system's coarse clock
+    # lags (a tick): what it changes has a later ctime, what was there before an earlier one.
+    since = time.time_ns()
     t0 = time.monotonic()
     s = scan(roots, stat_files=False)
     data = {"ids": {f["id"]: f["sig"] for f in s.findings}, "since_ns": since, "entries": s.entries,
