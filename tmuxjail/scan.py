@@ -10,6 +10,7 @@ jail that swaps a directory for a link or plants a FIFO cannot steer or hang it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 
@@ -18,7 +19,9 @@ from . import gitconfig
 SKIP_DIRS = frozenset({"node_modules", ".venv", "target"})
 MAX_ENTRIES = 200_000
 MAX_DEPTH = 48
-MAX_READ = 1 << 20
+MAX_READ = 1 << 20  # per file: the rest is dated by size and ctime
+MAX_PARSE = 256 << 10  # a git config larger than this is reported, not parsed
+READ_BUDGET = 64 << 20  # bytes read in one walk, so many large planted files cannot stall it
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 NAMED = {".envrc": "direnv", ".env": "direnv", ".gitmodules": "gitmodules", ".nvim.lua": "editor",
@@ -48,6 +51,7 @@ class Scan:
         self.entries = 0
         self.capped: list[str] = []
         self.skipped: list[str] = []
+        self.budget = READ_BUDGET
 
     # -- results ----------------------------------------------------------------------------
     def add(self, kind: str, path: str, detail: str, material: str = "", key: str = "", **extra) -> None:
@@ -76,7 +80,7 @@ class Scan:
     def _dir(self, dfd: int, path: str, depth: int, in_git: bool) -> None:
         try:
             with os.scandir(dfd) as it:
-                entries = list(it)
+                entries = list(itertools.islice(it, MAX_ENTRIES - self.entries + 1))
         except OSError as exc:
             self.capped.append(f"{path}: not listed ({exc.strerror})")
             return
@@ -173,9 +177,13 @@ class Scan:
             e = names.get(cfg)
             if e is None or not e.is_file(follow_symlinks=False):
                 continue
-            text, _ = self.read(dfd, cfg)
-            entries, bad = gitconfig.parse(text or "")
+            text, digest = self.read(dfd, cfg)
             cpath = os.path.join(path, cfg)
+            if text is None or len(text) > MAX_PARSE:
+                self.add("git-config", cpath, "not parsed (too large or unreadable): check it by hand", digest,
+                         key="unparsed")
+                continue
+            entries, bad = gitconfig.parse(text)
             for key, value in entries:
                 if gitconfig.runs(key, value):
                     shown = "(no value)" if value is None else value
@@ -214,9 +222,9 @@ class Scan:
         finally:
             os.close(fd)
 
-    @staticmethod
-    def read(dfd: int, name: str) -> tuple[str | None, str]:
-        """(text, digest) of a regular file, never through a link, never blocking on a FIFO."""
+    def read(self, dfd: int, name: str) -> tuple[str | None, str]:
+        """(text, digest) of a regular file, never through a link, never blocking on a FIFO.
+        Past the walk's read budget: no text, and a digest of size and ctime."""
         try:
             fd = os.open(name, FILE_FLAGS, dir_fd=dfd)
         except OSError as exc:
@@ -225,7 +233,10 @@ class Scan:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 return None, f"not-a-file:{st.st_mode:o}"
-            data = os.read(fd, MAX_READ)
+            if self.budget <= 0:
+                return None, f"unread:{st.st_size}:{st.st_ino}:{st.st_ctime_ns}"
+            data = os.read(fd, min(MAX_READ, self.budget))
+            self.budget -= len(data)
             digest = hashlib.sha256(data).hexdigest()[:16]
             if st.st_size > MAX_READ:
                 digest += f":{st.st_size}:{st.st_ctime_ns}"

@@ -80,3 +80,12 @@ def test_the_walk_never_follows_a_symlinked_directory(tmp_path):
     (ws / "in").symlink_to(outside)
     kinds = {(os.path.relpath(f["path"], ws), f["kind"]) for f in scan.scan([str(ws)]).findings}
     assert kinds == {("in", "symlink-out")}
+
+
+def test_a_huge_config_is_reported_not_parsed(tmp_path):
+    git = tmp_path / ".git"
+    git.mkdir()
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "config").write_text("[core]\n" + "\tbare = false\n" * 40000 + "\tfsmonitor = x\n")
+    details = {f["detail"] for f in scan.scan([str(tmp_path)]).findings if f["kind"] == "git-config"}
+    assert details == {"not parsed (too large or unreadable): check it by hand"}
