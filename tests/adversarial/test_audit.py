@@ -198,7 +198,9 @@ def test_a_strict_session_that_ends_audits_itself_and_list_flags_it(world, mode)
     assert "pane-died" in hooks and "_audit --id " + jail.info["id"] in hooks, hooks
     assert jail.sh("mkdir -p r/.git && echo x > r/.git/HEAD && echo 'export A=1' > .envrc; echo ok").split() == ["ok"]
     env.tmux("send-keys", "-t", "=j:", "exit", "Enter")
-    assert _wait(lambda: _events(env, "audit")), "no audit stored after the pane died"
+    dead = lambda: env.tmux("display-message", "-p", "-t", "=j:", "#{pane_dead}").strip() == "1"  # noqa: E731
+    assert _wait(dead, 30), env.tmux("capture-pane", "-p", "-t", "=j:")
+    assert _wait(lambda: _events(env, "audit"), 30), "no audit stored after the pane died"
     assert _events(env, "audit")[-1]["count"] == 2
     rows = env.json("list")
     assert rows[0]["audit"] == 2
