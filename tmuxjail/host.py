@@ -169,8 +169,11 @@ def _reachable(sock: str) -> bool:
 # The walk for git metadata (README, "Git metadata"): bounded, never following a link.
 HEAVY_DIRS = frozenset({"node_modules", ".venv", "venv", "target", "__pycache__", ".tox", ".mypy_cache",
                         ".pytest_cache", ".cache"})
-MAX_ENTRIES = 20000
-MAX_DEPTH = 8
+# Directories scanned, and how deep: past either the walk cannot promise every .git was seen, so a
+# strict start refuses (sessions._git_paths) rather than leave one unguarded. Counting directories,
+# not entries: a jail that fills the top level with files must not switch the walk off.
+MAX_DIRS = 20000
+MAX_DEPTH = 48
 
 
 def _gitdir_of(dot_git: str) -> str | None:
@@ -189,28 +192,43 @@ def _gitdir_of(dot_git: str) -> str | None:
     return line[len("gitdir:"):].strip() or None
 
 
+def _submodule_paths(gitmodules: str) -> list[str]:
+    """The `path = ...` values of a .gitmodules file (read without following a link)."""
+    try:
+        fd = os.open(gitmodules, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        data = os.read(fd, 1 << 20).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+    out = []
+    for line in data.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key.strip() == "path" and value.strip() and ".." not in value.strip().split("/"):
+            out.append(value.strip().strip('"'))
+    return out
+
+
 def git_guards(workspaces) -> tuple[tuple[str, ...], bool]:
     """Every `.git` in the workspaces (a directory, a file or a symlink: each is listed, the
     launcher refuses a symlink), and the gitdir a `.git` file points at when that lies inside a
     workspace. A gitdir reached through a symlink is listed as written (so the launcher's walk,
     which follows no link, refuses it) and as resolved. Returns (paths, capped): capped when the
-    walk stopped at MAX_ENTRIES."""
+    walk stopped at MAX_DIRS directories or MAX_DEPTH levels, so it may have missed one."""
     found: set[str] = set()
-    seen = 0
-    capped = False
+    scanned = 0
     todo = [(ws, 0) for ws in workspaces]
     while todo:
         d, depth = todo.pop()
-        if capped and depth:
-            continue  # past the cap: only the workspaces' own top level
+        scanned += 1
+        if scanned > MAX_DIRS:
+            return tuple(sorted(found)), True
         try:
             with os.scandir(d) as it:
                 entries = list(it)
         except OSError:
             continue
-        seen += len(entries)
-        if seen > MAX_ENTRIES:
-            capped = True
         for e in entries:
             if e.name == ".git":
                 found.add(e.path)
@@ -219,10 +237,18 @@ def git_guards(workspaces) -> tuple[tuple[str, ...], bool]:
                     for p in {os.path.normpath(target), os.path.realpath(target)}:
                         if any(p == w or p.startswith(w.rstrip("/") + "/") for w in workspaces):
                             found.add(p)
-            elif (not capped and depth < MAX_DEPTH and e.name not in HEAVY_DIRS
-                  and e.is_dir(follow_symlinks=False)):
+            elif e.name == ".gitmodules" and e.is_file(follow_symlinks=False):
+                # A submodule under a skipped name (vendor/node_modules/x) is still recursed into
+                # by the host's git status: guard its .git wherever it is.
+                for rel in _submodule_paths(e.path):
+                    sub = os.path.normpath(os.path.join(d, rel, ".git"))
+                    if sub.startswith(d.rstrip("/") + "/") and os.path.lexists(sub):
+                        found.add(sub)
+            elif e.name not in HEAVY_DIRS and e.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_DEPTH:
+                    return tuple(sorted(found)), True
                 todo.append((e.path, depth + 1))
-    return tuple(sorted(found)), capped
+    return tuple(sorted(found)), False
 
 
 def mac_layout(policy: dict, tmux_socket: str | None, env: dict, tty: str | None = None,

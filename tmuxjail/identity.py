@@ -81,7 +81,10 @@ def find(names: tuple[str, ...], path_env: str, override: str | None, provider: 
 
 
 def _package_root(real: Path, levels: int = 4) -> tuple[Path | None, str]:
+    home = Path(os.path.expanduser("~"))
     for parent in list(real.parents)[:levels]:
+        if parent == home or parent in home.parents:
+            break  # a stray ~/package.json must not make the home (or /) a package root
         for meta in ("package.json", "codex-package.json"):
             f = parent / meta
             if f.is_file():
@@ -90,6 +93,8 @@ def _package_root(real: Path, levels: int = 4) -> tuple[Path | None, str]:
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
                 root = parent.parent.parent if meta == "codex-package.json" else parent
+                if root == home or root in home.parents:
+                    break
                 return root, version
     return None, "unknown"
 

@@ -279,8 +279,15 @@ def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str],
     return cols, body
 
 
+def printable(v) -> str:
+    """A cell as text with every control character shown as `?`: names and paths may come from a
+    jail (a directory it created), and an escape sequence would reach the user's terminal."""
+    return "".join(c if c.isprintable() else "?" for c in str(v))
+
+
 def table(rows_: list[dict], color: bool = False, width: int | None = None, home: str = "") -> str:
     cols, body = _layout(rows_, width, home)
+    body = [[printable(v) for v in r] for r in body]
     widths = [max(len(str(x)) for x in col) for col in zip(cols, *body)]
     coloured = {cols.index(c) for c in ("STATUS", "AGENT") if c in cols}
     lines = []

@@ -22,6 +22,7 @@ an argv element, never inside a tmux command string.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -174,6 +175,17 @@ def pane_directory(tmux, pane: str) -> str:
     return path
 
 
+def _start_directory(ctx, pane: str) -> str:
+    """Where a start-menu item starts. In a jail's pane the path tmux reports is the jail's own
+    view (its private home at your $HOME path, a directory it made): never a host path to hand to
+    a new jail. There the new jail starts in that jail's recorded workspace instead."""
+    if ctx.tmux.pane_option(pane, "@tmuxjail_id"):
+        row = _jail_of(ctx, pane)
+        workspaces = json.loads(row.request).get("workspaces") or [row.workspace]
+        return workspaces[0]
+    return pane_directory(ctx.tmux, pane)
+
+
 def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> None:
     """`menu _start PROVIDER MODE -t PANE -c CLIENT`: what a start-menu item runs."""
     from . import log, sessions
@@ -182,7 +194,7 @@ def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> No
     if len(rest) != 2 or rest[0] not in PROVIDERS or rest[1] not in MODES or not pane:
         raise UsageError("usage: tmuxjail menu _start PROVIDER MODE -t PANE [-c CLIENT]")
     log.setup(ctx.paths.log_file, False)
-    cwd = pane_directory(ctx.tmux, pane)
+    cwd = _start_directory(ctx, pane)
     opts = sessions.StartOptions(provider=rest[0], mode=rest[1], workspaces=(cwd,), non_interactive=True,
                                  detach=True)
     result = sessions.start(ctx, opts)

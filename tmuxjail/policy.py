@@ -96,11 +96,35 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+# Never a strict workspace (they are bound read-only or made by the jail itself); a menu item or a
+# jail's cwd must not turn one of them into a writable bind.
+SYSTEM_ROOTS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc",
+                "/sys", "/dev", "/run", "/opt", "/var/run")
+
+
+def _check_install_roots(roots, facts: Facts) -> None:
+    """An install root is bound read-only into strict jails: one that holds the home or
+    tmuxjail's own state would hand the jail your files (a stray ~/package.json made the
+    whole home a CLI's package root)."""
+    for root in roots:
+        if root == "/" or _inside(facts.home, root) or any(_inside(own, root) for own in facts.own_dirs):
+            raise UsageError(
+                f"the CLI's install root {root} would contain your home or tmuxjail's own files; refusing",
+                hint="install the CLI in its own directory (e.g. npm's global prefix), or remove the "
+                     "package.json that makes this directory look like its package",
+            )
+
+
 def _check_workspace(ws: str, facts: Facts, strict: bool) -> None:
     if not os.path.isabs(ws) or os.path.normpath(ws) != ws:
         raise UsageError(f"workspace {ws!r} is not a canonical absolute path")
     if ws == "/":
         raise UsageError("the workspace cannot be / (that would make the whole host writable)")
+    if strict and any(_inside(ws, d) for d in SYSTEM_ROOTS):
+        raise UsageError(
+            f"workspace {ws} is a system directory; a strict mode would make it writable",
+            hint="pick a project directory inside your home instead",
+        )
     if strict and _inside(facts.home, ws):
         raise UsageError(
             f"workspace {ws} contains your home {facts.home}; a strict mode would expose it",
@@ -169,6 +193,8 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
     caps = tuple(dict.fromkeys((*profile.baseline, *req.capabilities)))
     resolved = facts.executable
     network = _network(req, facts)
+    if mode.strict:
+        _check_install_roots(resolved.install_roots, facts)
 
     host_read: tuple[str, ...] = ()
     host_write: tuple[str, ...] = ()

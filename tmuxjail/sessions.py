@@ -89,8 +89,8 @@ StartOptions = namedtuple(
 def _canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
     out = []
     for ws in raw or (cwd,):
-        if "\x00" in ws or "\n" in ws:
-            raise UsageError(f"workspace {ws!r}: newlines and NUL are not accepted in paths")
+        if not ws.isprintable():
+            raise UsageError(f"workspace {ws!r}: control characters are not accepted in paths")
         p = Path(ws).expanduser()
         if not p.is_absolute():
             p = Path(cwd, p)
@@ -98,7 +98,10 @@ def _canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
             raise UsageError(f"workspace {p} does not exist")
         if not p.is_dir():
             raise UsageError(f"workspace {p} is not a directory")
-        out.append(os.path.realpath(p))
+        real = os.path.realpath(p)
+        if not real.isprintable():  # a link to such a name
+            raise UsageError(f"workspace {real!r}: control characters are not accepted in paths")
+        out.append(real)
     return tuple(dict.fromkeys(out))
 
 
@@ -205,8 +208,13 @@ def _git_paths(workspaces) -> tuple[str, ...]:
 
     found, capped = host.git_guards(workspaces)
     if capped:
-        log.warning("git_walk_capped", entries=host.MAX_ENTRIES,
-                    note="repositories nested past the cap are not guarded")
+        # Fail closed: a .git the walk did not reach would be writable, and a jail decides how
+        # large its workspace grows between two starts.
+        raise SandboxUnavailable(
+            f"the workspace is too large to find every .git in it (more than {host.MAX_DIRS} "
+            f"directories or {host.MAX_DEPTH} levels, outside {', '.join(sorted(host.HEAVY_DIRS))})",
+            hint="start on a narrower --workspace, or let the agent write git metadata with "
+                 "--capability git-metadata-write (README, \"Git metadata\")")
     return found
 
 

@@ -393,31 +393,49 @@ def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
     env.tmux("switch-client", "-c", term.client, "-t", jail)
     pwned = lambda: sorted(p.name for p in env.home.iterdir() if p.name.startswith("pwned"))  # noqa: E731
 
-    # s: the start menu, then its `shell isolated` item. A directory with a newline: refused, in
-    # one line, and nothing runs.
+    # s in the jailed pane: the new jail starts in this jail's recorded workspace. The pane's
+    # directory as tmux reports it is the jail's own view (a directory it made, its private home
+    # at your $HOME path), never a host path to hand to a new jail.
+    names = lambda: {r["name"]: r for r in env.json("list")}  # noqa: E731
+    fresh = lambda seen: next(({**r, "name": n} for n, r in names().items() if n not in seen), None)  # noqa: E731
     term.send("C-b", "J", "s")
     screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
     term.send(_key_of(screen, r"shell\s+isolated"))
-    wait(lambda: "tmuxjail: workspace" in term.screen(), what="the refusal")  # a one-line message
+    first = wait(lambda: pwned() or fresh({"j"}), what="the new session", timeout=10)
+    assert pwned() == []
+    first = wait(lambda: (r := names().get(first["name"])) and r["status"] == "running" and r, what="running")
+    assert first["workspace"] == str(env.ws)
+    wait(lambda: term.session() == first["name"], what="the client to move to the new session")
+
+    # From an ordinary pane, the start menu uses the pane's directory. One with a newline:
+    # refused, in one line, and nothing runs.
+    home_pane = env.tmux("display-message", "-p", "-t", home_id, "#{pane_id}").strip()
+    env.tmux("switch-client", "-c", term.client, "-t", home_id)
+    wait(lambda: term.session().startswith("#(cd;touch pwned-session"), what="the client back home")
+    env.tmux("send-keys", "-t", home_pane, ". ./attack.sh", "Enter")
+    wait(lambda: env.tmux("display-message", "-p", "-t", home_pane, "#{pane_current_path}").startswith(str(env.ws / nl_name)),
+         what="the pane's cwd")
+    # (What the item runs, run directly: the refusal is one line and exit 2.)
+    proc = env.run("menu", "_start", "shell", "isolated", "-t", home_pane)
+    assert proc.returncode == 2 and "control characters" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 2 and "Traceback" not in proc.stderr
     # A directory with `#(...)`, `#{...}`, `;` and quotes: the new session's workspace is the
     # hostile directory, exactly (the item read it itself), and nothing runs.
     hostile_dir = env.ws / cwd_name
-    env.tmux("send-keys", "-t", jail, 'cd "$d"', "Enter")
-    wait(lambda: env.tmux("display-message", "-p", "-t", jail, "#{pane_current_path}") == f"{hostile_dir}\n",
-         what=f"the jail's cwd {term.screen()}")
+    env.tmux("send-keys", "-t", home_pane, 'cd "$d"', "Enter")
+    wait(lambda: env.tmux("display-message", "-p", "-t", home_pane, "#{pane_current_path}") == f"{hostile_dir}\n",
+         what=f"the pane's cwd {term.screen()}")
     term.send("C-b", "J", "s")
     screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
     term.send(_key_of(screen, r"shell\s+isolated"))
-    started = lambda: term.session() if term.session() not in ("j", "") and not term.session().startswith("#") else None  # noqa: E731
     try:
-        wait(lambda: pwned() or started(), what="the new session", timeout=6)
+        new = wait(lambda: pwned() or fresh({"j", first["name"]}), what="the new session", timeout=10)
     except AssertionError:
         raise AssertionError(term.screen() + env.run("list", "--all").stdout + str(list(env.state_dir.iterdir())))
     time.sleep(0.5)
     assert pwned() == []
-    new = started()
-    rows = {r["name"]: r for r in env.json("list")}
-    assert rows[new]["workspace"] == str(hostile_dir) and rows[new]["status"] == "running"
+    new = wait(lambda: (r := names().get(new["name"])) and r["status"] == "running" and r, what="running")
+    assert new["workspace"] == str(hostile_dir)
 
     # S, p, l, r and x in the jailed pane.
     env.tmux("switch-client", "-c", term.client, "-t", jail)
