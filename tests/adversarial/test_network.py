@@ -269,3 +269,20 @@ def test_show_and_list_name_the_network(jail_env):
     assert [r["network"] for r in env.json("list")] == ["none"]
     proc = env.run("start", "shell", "--mode", "isolated", "--network", "proxy", "--name", "p", "--detach")
     assert proc.returncode == 2 and "not yet available" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_each_pane_of_a_none_session_has_its_own_loopback(jail_env):
+    """`tmuxjail shell` opens a new bwrap from the same policy: under none it gets a network
+    namespace of its own too, so it does not share the agent pane's loopback (README says so)."""
+    env = jail_env
+    token, abstract = secrets.token_hex(8), f"tj-net-jail-{secrets.token_hex(8)}"
+    jail = start(env, "isolated", "none")
+    assert jail.sh(INBOUND % dict(token=token, abstract=abstract), timeout=30).strip() == "started"
+    port = int((jail.ws / ".jail-port").read_text())
+    shell = env.json("shell", "j", "--detach")["shell_pane"]
+    other = Jail.__new__(Jail)
+    other.env, other.name, other.ws, other.n, other.target = env, "j", jail.ws, 20, shell
+    time.sleep(0.5)  # the login shell is ready for keys
+    got = other.sh(f"python3 -c \"import socket; s=socket.socket(); s.settimeout(2); "
+                   f"print(s.connect_ex(('127.0.0.1', {port})))\"").strip()
+    assert got not in ("", "0"), got
