@@ -113,12 +113,13 @@ def ensure_socket_dir(path: str) -> str | None:
 def running_servers(uid: int) -> list[str]:
     """Socket paths of the tmux servers running now that this uid could reach (its own; every
     one when we are root, whom tmux always lets in): the listening unix sockets held by them."""
-    inodes: dict[str, str] = {}  # socket inode -> server cwd (tmux -S accepts a relative path)
+    inodes: dict[str, tuple[str, int]] = {}  # socket inode -> (server cwd, server uid)
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            if uid != 0 and os.stat(f"/proc/{pid}").st_uid != uid:
+            owner = os.stat(f"/proc/{pid}").st_uid
+            if uid != 0 and owner != uid:
                 continue
             with open(f"/proc/{pid}/comm") as f:
                 if not f.read().startswith("tmux"):
@@ -127,7 +128,7 @@ def running_servers(uid: int) -> list[str]:
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 link = os.readlink(f"/proc/{pid}/fd/{fd}")
                 if link.startswith("socket:["):
-                    inodes[link[8:-1]] = cwd
+                    inodes[link[8:-1]] = (cwd, owner)
         except OSError:
             continue  # gone, or not ours to read
     out = []
@@ -138,10 +139,15 @@ def running_servers(uid: int) -> list[str]:
                 cols = line.rstrip("\n").split(None, 7)
                 # Flags 00010000: listening. Only a socket with a path can be reached by name.
                 if len(cols) == 8 and cols[3] == "00010000" and cols[6] in inodes:
-                    out.append(os.path.join(inodes[cols[6]], cols[7]))
+                    cwd, owner = inodes[cols[6]]
+                    out.append((os.path.normpath(os.path.join(cwd, cols[7])), owner))
     except OSError:
         pass
-    return [p for p in map(os.path.normpath, out) if not p.startswith("@") and _reachable(p)]
+    # Our own servers are masked whatever their directory's mode says now: a jail can chmod it
+    # 000 before the next start and back afterwards (if bwrap then cannot mount the mask, the
+    # start fails, closed). Only another user's server (we are root) is skipped when a jail
+    # could not reach it anyway.
+    return [p for p, owner in out if not p.startswith("@") and (owner == uid or _reachable(p))]
 
 
 def _reachable(sock: str) -> bool:

@@ -112,3 +112,32 @@ def test_every_running_tmux_server_is_hidden(servers, jail_env):
     for tag in ("ANYWHERE", "RUNTIME", "DEFAULT"):
         assert not Path(f"{env.sentinel}.{tag}").exists()
     env.unchanged()
+
+
+def test_a_jail_cannot_unmask_a_server_by_closing_its_directory(jail_env, tmp_path):
+    """Found by a red-team run: jail A made the directory of the user's `-S` server unreadable
+    (chmod 000), so the next start judged the server unreachable and left it unmasked; jail B
+    opened the directory again and drove the server. Our own servers are masked whatever their
+    directory's mode, and a mask bwrap cannot mount fails the start, closed."""
+    env = furnish(jail_env)
+    socks = env.home / "socks"
+    socks.mkdir(mode=0o700)
+    sock = socks / "main.sock"
+    e = {k: v for k, v in env.environ().items() if k != "TMUX_TMPDIR"}
+    subprocess.run(["tmux", "-S", str(sock), "new-session", "-d", "sleep 600"], check=True, env=e)
+    try:
+        a = Jail(env, "compatibility")
+        a.sh(f"chmod 000 {socks}; echo done")
+        proc = env.run("start", "shell", "--mode", "compatibility", "--name", "b", "--detach")
+        if proc.returncode == 0:  # started: then the server must be masked in b
+            b = Jail.__new__(Jail)
+            b.env, b.mode, b.name, b.n, b.ws = env, "compatibility", "b", 50, a.ws
+            out = b.sh(f"chmod 700 {socks}; " + _reach(env, str(sock), "CLOSED") + "echo end\n")
+            assert out.split() == ["end"], out
+            assert not Path(f"{env.sentinel}.CLOSED").exists()
+        else:
+            assert proc.returncode == 5, proc.stderr  # refused, closed
+    finally:
+        os.chmod(socks, 0o700)
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], env=e, capture_output=True)
+        sock.unlink(missing_ok=True)
