@@ -42,6 +42,16 @@ class ClaudeCode(Adapter):
         return env
 
 
+    def shared_config(self, home: str) -> tuple[str, str]:
+        """(the host's ~/.claude.json, the one config file plain `claude` and a verified session
+        both use). Claude reads `$CLAUDE_CONFIG_DIR/.config.json` when it exists, else
+        `${CLAUDE_CONFIG_DIR:-$HOME}/.claude.json` (provider-facts 2.3); the config dir defaults to
+        ~/.claude. With ~/.claude/.config.json present, `claude` on the host (no CLAUDE_CONFIG_DIR)
+        and a verified session (CLAUDE_CONFIG_DIR=~/.claude) read and write the same file, instead
+        of ~/.claude.json and ~/.claude/.claude.json drifting apart (issue 12.12)."""
+        return f"{home}/.claude.json", f"{home}/.claude/.config.json"
+
+
 ADAPTER = ClaudeCode(
     provider="claude-code",
     home_env={"CLAUDE_CONFIG_DIR": ".claude"},

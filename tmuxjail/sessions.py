@@ -7,6 +7,7 @@ import json
 import os
 import pwd
 import re
+import stat
 import sys
 import time
 from collections import namedtuple
@@ -329,10 +330,45 @@ def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:
             roots = [w for w in pol["host_write"] if p == w or p.startswith(w.rstrip("/") + "/")]
             if roots:
                 paths_mod.make_dirs_beneath(os.path.dirname(min(roots, key=len)), p)
+        if hasattr(adapter, "shared_config"):
+            _seed_shared_config(*adapter.shared_config(pol["home"]), pol["host_write"])
     if pol["private_home"]:
         home = paths_mod.ensure_private_dir(Path(pol["private_home"]))
         for rel in adapter.home_dirs:
             paths_mod.make_dirs_beneath(str(home), os.path.join(home, rel))
+
+
+def _seed_shared_config(host_file: str, shared: str, host_write) -> None:
+    """Create the CLI's shared config file from the host's own (or `{}`), once. It lives in a
+    directory the jail can write: opened beneath it without following links, never replaced
+    (an existing file or link is left alone), and the host's file is read only if it is a
+    regular file of ours."""
+    parent = os.path.dirname(shared)
+    if not any(parent == w or parent.startswith(w.rstrip("/") + "/") for w in host_write):
+        return  # not an approved path: the jail would not see it
+    try:
+        dfd = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        body = b"{}\n"
+        try:
+            sfd = os.open(host_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            with os.fdopen(sfd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+                    body = f.read(16 * 1024 * 1024)
+        except OSError:
+            pass
+        try:
+            fd = os.open(os.path.basename(shared), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=dfd)
+        except FileExistsError:
+            return
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+    finally:
+        os.close(dfd)
 
 
 def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | None:

@@ -301,3 +301,31 @@ def test_needs_without_sudo_prints_the_package_to_install(tmp_path):
                           cwd=repo, env={"PATH": str(bindir)}, capture_output=True, text=True)
     assert proc.returncode == 1, proc
     assert "apt-get install -y tmuxjail-test-pkg" in proc.stderr and "not found" not in proc.stderr, proc.stderr
+
+
+def test_claude_verified_and_plain_claude_share_one_config(jail_env):
+    """Claude reads ~/.claude/.config.json when it exists, with or without CLAUDE_CONFIG_DIR: a
+    verified session (CLAUDE_CONFIG_DIR=~/.claude) and plain `claude` then use the same file, not
+    ~/.claude/.claude.json and ~/.claude.json drifting apart (issue 12.12)."""
+    env = jail_env
+    env.run("approve", "claude-code", "--yes", check=True)
+    (env.home / ".claude.json").write_text('{"userID": "mine"}\n')
+    env.json("start", "claude-code", "--mode", "verified", "--workspace", str(env.ws), "--name", "c", "--detach")
+    shared = env.home / ".claude" / ".config.json"
+    assert shared.read_text() == '{"userID": "mine"}\n' and shared.stat().st_mode & 0o777 == 0o600
+    shared.write_text('{"userID": "mine", "numStartups": 2}\n')  # what a session wrote: never replaced
+    env.run("stop", "c", check=True)
+    env.json("start", "claude-code", "--mode", "verified", "--workspace", str(env.ws), "--name", "d", "--detach")
+    assert "numStartups" in shared.read_text()
+
+
+def test_claude_shared_config_is_never_written_through_a_link(jail_env):
+    env = jail_env
+    env.run("approve", "claude-code", "--yes", check=True)
+    (env.home / ".claude").mkdir()
+    target = env.outside / "victim"
+    target.write_text("untouched\n")
+    (env.home / ".claude" / ".config.json").symlink_to(target)  # left by an earlier jail
+    (env.home / ".claude.json").write_text('{"userID": "mine"}\n')
+    env.json("start", "claude-code", "--mode", "verified", "--workspace", str(env.ws), "--name", "c", "--detach")
+    assert target.read_text() == "untouched\n"
