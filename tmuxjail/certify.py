@@ -511,10 +511,17 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
                 probe_names.append(f"{name}-child-full")
                 _child(run, mode, probe_names[1], ["sandbox", "-c", 'sandbox_mode="danger-full-access"', "--",
                                                    "/bin/sh", str(run.probe), str(out)], out, {})
-            _check(checks, "codex: its own bwrap nests inside ours" if nested or os.getuid() != 0 else
-                   "codex: its own bwrap cannot nest as root (no CAP_SETFCAP to map uid 0); fell back to "
-                   "sandbox_mode=danger-full-access, still inside our jail",
-                   nested or os.getuid() == 0, {"nested": nested, "bwrap_said": why, "uid": os.getuid()})
+            # Strict jails refuse nested user namespaces (bwrap --disable-userns): Codex's bwrap must
+            # fail there, and the adapter runs Codex with its own sandbox off.
+            if mode != "compatibility":
+                _check(checks, "codex: its own bwrap cannot nest in a strict jail (no nested user namespaces); "
+                       "fell back to sandbox_mode=danger-full-access, still inside our jail",
+                       not nested, {"nested": nested, "bwrap_said": why, "uid": os.getuid()})
+            else:
+                _check(checks, "codex: its own bwrap nests inside ours" if nested or os.getuid() != 0 else
+                       "codex: its own bwrap cannot nest as root (no CAP_SETFCAP to map uid 0); fell back to "
+                       "sandbox_mode=danger-full-access, still inside our jail",
+                       nested or os.getuid() == 0, {"nested": nested, "bwrap_said": why, "uid": os.getuid()})
     r = _parse(out.read_text()) if out.exists() else {}
     strict = mode != "compatibility"
     _check(checks, "child process ran", bool(r), {"how": d.child_note, "report": r or None})
