@@ -50,6 +50,7 @@ def test_fingerprint_is_stable_and_canonical():
                                        ["/opt/codex/codex"], ("/opt/codex",))), "executable"),
     (dict(private_home=f"{HOME}/.local/share/tmuxjail/homes/codex/work"), "home"),
     (dict(backend="seatbelt"), "backend"),
+    (dict(limits={"nproc": 64}), "limits"),
 ])
 def test_every_change_moves_the_fingerprint_and_names_its_reason(change, code):
     old = resolve()
@@ -297,6 +298,24 @@ def test_seccomp_program_semantics(machine):
     assert _run_bpf(prog, 0, 0x40000003) == eperm  # a foreign architecture (i386)
     if x32:
         assert _run_bpf(prog, seccomp.X32_BIT | 16, arch, 0, seccomp.TIOCSTI) == eperm
+
+
+def test_limits_have_defaults_are_overridable_and_recorded():
+    from tmuxjail.model import Limits
+
+    pol = resolve()
+    assert pol["limits"] == Limits().model_dump() and pol["limits"]["memory"] == "none"
+    c = config.parse('[limits]\ntmp = "16M"\nrun = 2097152\nhome = "1G"\nnproc = 64\n', "c.toml")
+    assert c.limits == {"tmp_bytes": 16 << 20, "run_bytes": 2 << 20, "home_bytes": 1 << 30, "nproc": 64}
+    assert resolve(limits=c.limits)["limits"]["tmp_bytes"] == 16 << 20
+    argv = " ".join(Bwrap().wrap(resolve(limits=c.limits), ["x"], LAYOUT))
+    assert f"--size {16 << 20} --tmpfs /tmp" in argv and "--size 2097152 --tmpfs /run" in argv
+    assert "/usr/bin/prlimit --nproc=64 -- x" in argv and "--disable-userns" in argv
+    for bad in ('[limits]\ntmp = "16X"', "[limits]\nnproc = 8", '[limits]\nnproc = "64"', "[limits]\nswap = 1",
+                "limits = 3", "[limits]\ntmp = true"):
+        with pytest.raises(UsageError) as e:
+            config.parse(bad, "c.toml")
+        assert e.value.message.startswith("c.toml: limits") and "\n" not in e.value.message
 
 
 def test_config_parse_and_narrowing():
