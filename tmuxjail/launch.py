@@ -32,15 +32,13 @@ def read_spec(path: str) -> dict:
         die(f"launch spec {path} is gone ({exc.strerror}); this pane was not started by tmuxjail "
             "start/resume, refusing to run anything", EXIT_REFUSED)
     try:
-        if os.fstat(fd).st_uid != os.getuid():
-            die("launch spec is not owned by you; refusing", EXIT_REFUSED)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read()
-    finally:
-        try:
-            os.unlink(path)  # read once: it holds credential values
-        except OSError:
-            pass
+        os.unlink(path)  # read once, and first: it holds credential values
+    except OSError:
+        pass
+    if os.fstat(fd).st_uid != os.getuid():
+        die("launch spec is not owned by you; refusing", EXIT_REFUSED)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
     try:
         return json.loads(data)
     except ValueError:

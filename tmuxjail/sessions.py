@@ -11,6 +11,7 @@ import stat
 import sys
 import time
 from collections import namedtuple
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import log
@@ -21,6 +22,9 @@ from .tmux import Tmux, check_name
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 READY_TIMEOUT = 10.0
 PANE_GONE = "the tmux server exited, or the pane was closed, before the jail started"
+# A launcher reads its spec within a second of the pane's start; nothing in the spool is needed
+# for longer than the start wait.
+SPEC_MAX_AGE = 4 * READY_TIMEOUT
 
 
 class Context:
@@ -290,8 +294,46 @@ def _display_mode(pol: dict) -> str:
     return pol["mode"] if pol["backend"] != "none" else "compatibility-unguarded"
 
 
+def discard_spec(*files) -> None:
+    """A spec holds credential values: it must not outlive a launch that did not happen."""
+    for f in files:
+        if f is not None:
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+
+
+@contextmanager
+def _spec_discarded_on_failure(spec, status):
+    try:
+        yield
+    except BaseException:
+        discard_spec(spec, status)
+        raise
+
+
+def sweep_spool(spool: Path, now: float | None = None) -> None:
+    """Remove specs older than SPEC_MAX_AGE: a pane that never started (a killed tmuxjail, a
+    crash) left them. Only our own regular files; never through a symlink."""
+    now = time.time() if now is None else now
+    try:
+        names = os.listdir(spool)
+    except OSError:
+        return
+    for n in names:
+        p = spool / n
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > SPEC_MAX_AGE:
+            discard_spec(p)
+
+
 def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], unguarded: bool) -> tuple[Path, Path]:
     spool = paths_mod.ensure_private_dir(ctx.paths.spool)
+    sweep_spool(spool)
     import platform
     import secrets
 
@@ -473,6 +515,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         private_home=pol["private_home"], tmux_socket=ctx.tmux.socket,
         tmux_session=place.session if place else name, approval_id=approval["id"] if approval else None,
     )
+    spec = status = None
     try:
         _prepare_dirs(ctx, pol, adapter)
         from . import audit
@@ -489,12 +532,15 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
                                         session_options=panes.session_options(row.id, fp),
                                         hooks=audit.session_hooks(row.id, pol["mode"]))
     except BaseException as exc:
+        discard_spec(spec, status)
         store.update_session(row.id, status="failed", failure=str(exc)[:500])
         raise
     # Where the server really put its socket (tmux falls back from a TMUX_TMPDIR it cannot use).
     store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket())
     # Placed in the current session, the new window or split is already in front of the user.
-    return _after_launch(ctx, row.id, name, pane, status, unguarded, "start", pol, fp, opts.detach or place is not None)
+    with _spec_discarded_on_failure(spec, status):
+        return _after_launch(ctx, row.id, name, pane, status, unguarded, "start", pol, fp,
+                             opts.detach or place is not None)
 
 
 def _after_launch(ctx, sid, name, pane, status, unguarded, kind, pol, fp, detach) -> dict:
@@ -602,18 +648,19 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     sandbox_argv = _sandbox_argv(ctx, pol, bwrap.find(), cli_argv, unguarded)
     _prepare_dirs(ctx, pol, adapter)
     spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
-    opts = _options(row.id, pol, fp)
-    if jail:
-        ctx.tmux.respawn(jail[0].pane_id, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
-        pane = jail[0].pane_id
-    else:
-        from . import audit, panes
+    with _spec_discarded_on_failure(spec, status):
+        opts = _options(row.id, pol, fp)
+        if jail:
+            ctx.tmux.respawn(jail[0].pane_id, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts)
+            pane = jail[0].pane_id
+        else:
+            from . import audit, panes
 
-        pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts,
-                                    session_options=panes.session_options(row.id, fp),
-                                    hooks=audit.session_hooks(row.id, pol["mode"]))
-    store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
-    return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
+            pane = ctx.tmux.new_session(row.tmux_session, _pane_argv(ctx, fp, spec), r["workspaces"][0], opts,
+                                        session_options=panes.session_options(row.id, fp),
+                                        hooks=audit.session_hooks(row.id, pol["mode"]))
+        store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
+        return _after_launch(ctx, row.id, row.tmux_session, pane, status, unguarded, "resume", pol, fp, detach)
 
 
 def _still_approved(ctx: Context, row, pol: dict, store=None) -> dict:
