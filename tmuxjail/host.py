@@ -311,6 +311,45 @@ def agent_socket(path: str | None, uid: int, avoid=()) -> str | None:
     return path
 
 
+def own_install() -> tuple[str, ...]:
+    """The paths of tmuxjail's own install that the launcher executes or imports outside the jail
+    (package, venv, interpreter, stdlib, bwrap) and that a capability-less process of this user
+    could change: a compatibility jail must get them read-only."""
+    import sys
+
+    import tmuxjail
+    from .sandbox.bwrap import FIXED_PATHS
+
+    candidates = [os.path.dirname(tmuxjail.__file__), sys.prefix, sys.executable,
+                  os.path.dirname(os.__file__), *FIXED_PATHS]
+    out: list[str] = []
+    for c in candidates:
+        real = os.path.realpath(c)
+        if os.path.exists(real) and _writable(real) and real not in out:
+            out.append(real)
+    return tuple(sorted(out))
+
+
+def _writable(path: str) -> bool:
+    """Could a process of this uid with no capabilities write path or rename it? (An install
+    owned by this user is writable all the way down; one owned by root is not, except for root.)"""
+    uid, gids = os.getuid(), {os.getgid(), *os.getgroups()}
+
+    def w(st) -> bool:
+        if st.st_uid == uid:
+            return bool(st.st_mode & 0o200)
+        if st.st_gid in gids:
+            return bool(st.st_mode & 0o020)
+        return bool(st.st_mode & 0o002)
+
+    try:
+        return w(os.stat(path)) or w(os.stat(os.path.dirname(path)))
+    except OSError:
+        return True  # cannot tell: protect it
+
+
+
+
 def realpaths(paths) -> dict[str, str]:
     return {p: os.path.realpath(p) for p in paths}
 

@@ -126,6 +126,8 @@ def main(argv: list[str]) -> None:
     if stored_fingerprint(spec["store"], spec["session_id"]) != expected:
         die("the store does not hold this fingerprint for this session; refusing", EXIT_REFUSED)
 
+    verify(spec, policy, spec_path)
+
     env = {k: str(v) for k, v in spec["env"].items()}
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]  # the pane's terminal, as tmux set it
@@ -242,6 +244,68 @@ def open_beneath(root: str, path: str, optional: bool) -> int | None:
         die(f"{where} is a symbolic link or not what was checked, inside a tree the jail can write; "
             f"refusing to bind {path} (remove the link, or start without that workspace)", EXIT_UNAVAILABLE)
     return fd
+
+
+def cli_prefix(policy: dict) -> list[str]:
+    """How the policy's executable is started: its interpreter first, for scripts."""
+    exe = policy["executable"]
+    return [*[p for p, _ in exe["extra"]][:1], exe["path"]]
+
+
+def verify(spec: dict, policy: dict, spec_path: str) -> None:
+    """Everything this launcher executes must follow from the fingerprinted policy: the spec's
+    argv, environment and side settings are not fingerprinted, and whoever could rewrite the spec
+    would otherwise choose them. Compared before any fd conversion of the binds."""
+    def refuse(what: str) -> "NoReturn":  # noqa: F821
+        die(f"the launch spec's {what} does not follow from this pane's policy (tampered); refusing",
+            EXIT_REFUSED)
+
+    argv = spec.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        refuse("argv")
+    sandboxed = policy.get("backend") != "none"
+    if spec.get("sandboxed", True) is not sandboxed:
+        refuse("sandbox setting")
+    cli = argv
+    if sandboxed:
+        from .sandbox import HostLayout
+        from .sandbox.bwrap import FIXED_PATHS, Bwrap
+
+        if argv[0] not in FIXED_PATHS:
+            refuse("bubblewrap path")
+        try:
+            layout = HostLayout(**{k: tuple(v) if isinstance(v, list) else v
+                                   for k, v in spec["layout"].items()})
+            head = Bwrap(argv[0]).wrap(policy, [], layout)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            refuse("host layout")
+        if argv[:len(head)] != head:
+            refuse("bubblewrap argv")
+        cli = argv[len(head):]
+    if cli[:len(cli_prefix(policy))] != cli_prefix(policy):
+        refuse("executable")
+    env = spec.get("env")
+    if not isinstance(env, dict):
+        refuse("environment")
+    fixed = dict(policy["env_set"])
+    if any(env.get(k) != v for k, v in fixed.items()):
+        refuse("environment")
+    allowed = None if policy["env_inherit"] else {*policy["env_names"], *fixed}
+    if any(k.startswith("TMUX") or (allowed is not None and k not in allowed) for k in env):
+        refuse("environment")
+    strict = policy["mode"] != "compatibility"
+    if strict and sandboxed:
+        from .sandbox import landlock
+
+        scope = landlock.abi() >= landlock.MIN_ABI
+    else:
+        scope = False
+    if bool(spec.get("landlock_scope")) is not scope:
+        refuse("Landlock setting")
+    if spec.get("machine") != os.uname().machine:
+        refuse("machine")
+    if sandboxed and spec.get("status_file") != spec_path[:-len(".json")] + ".status":
+        refuse("status file")
 
 
 def exec_closing(argv: list[str], env: dict, keep) -> "NoReturn":  # noqa: F821

@@ -77,6 +77,9 @@ class Facts:
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
     limits: dict = field(default_factory=dict)  # the operator's overrides of model.Limits
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
+    # What the launcher runs outside every jail (tmuxjail's package, venv, interpreter, stdlib,
+    # bwrap) where a jail of this user could write it: read-only in compatibility jails.
+    own_install: tuple[str, ...] = ()
 
 
 def _network(req: Request, facts: Facts) -> str:
@@ -209,6 +212,7 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
     shared = _config_shares_a_dir(facts)
     if not mode.strict and not shared:
         protected.append(facts.config_dir)
+        protected += [p for p in facts.own_install if p not in protected]
 
     env_set: dict[str, str] = {}
     env_names: tuple[str, ...] = ()

@@ -183,6 +183,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=_git_paths(workspaces) if mode.strict else (),
         realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
+        own_install=() if mode.strict else host.own_install(),
     )
     if restriction is not None:
         from . import restrict
@@ -282,12 +283,16 @@ def _pane_argv(ctx: Context, fp: str, spec: Path) -> list[str]:
     return pane_command(sys.executable, fp, str(spec))
 
 
-def _sandbox_argv(ctx: Context, pol: dict, backend, cli_argv: list[str], unguarded: bool) -> list[str]:
+def _host_layout(ctx: Context, unguarded: bool):
     from . import host
 
+    return None if unguarded else host.layout(ctx.tmux.socket, ctx.env)
+
+
+def _sandbox_argv(ctx: Context, pol: dict, backend, cli_argv: list[str], unguarded: bool, layout=None) -> list[str]:
     if unguarded:
         return cli_argv
-    return backend.wrap(pol, cli_argv, host.layout(ctx.tmux.socket, ctx.env))
+    return backend.wrap(pol, cli_argv, layout or _host_layout(ctx, unguarded))
 
 
 def _display_mode(pol: dict) -> str:
@@ -331,7 +336,14 @@ def sweep_spool(spool: Path, now: float | None = None) -> None:
             discard_spec(p)
 
 
-def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], unguarded: bool) -> tuple[Path, Path]:
+def _layout_data(layout) -> dict | None:
+    from dataclasses import asdict
+
+    return None if layout is None else asdict(layout)
+
+
+def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], unguarded: bool,
+                layout=None) -> tuple[Path, Path]:
     spool = paths_mod.ensure_private_dir(ctx.paths.spool)
     sweep_spool(spool)
     import platform
@@ -344,6 +356,9 @@ def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], ung
         "env": _jail_env(ctx, pol), "store": str(ctx.paths.store), "status_file": str(status),
         "machine": platform.machine(), "sandboxed": not unguarded,
         "landlock_scope": pol["mode"] != "compatibility" and _landlock_ok(),
+        # The launcher rebuilds the bwrap argv from the policy and this layout and refuses any
+        # other argv (launch.verify).
+        "layout": _layout_data(layout),
     }
     fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -467,14 +482,16 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(resolved.argv, pol["mode"], pol["backend"])
     cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
-    sandbox_argv = _sandbox_argv(ctx, pol, backend, cli_argv, unguarded)
+    layout = _host_layout(ctx, unguarded)
+    sandbox_argv = _sandbox_argv(ctx, pol, backend, cli_argv, unguarded, layout)
     if opts.backend == "seatbelt" and not opts.dry_run:
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
     if opts.dry_run:
         spec = ctx.paths.spool / "<session-id>-<token>.json"
         out = {"dry_run": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
                "policy": pol, "pane_command": _pane_argv(ctx, fp, spec), "sandbox_argv": sandbox_argv,
-               "env_names": sorted(_jail_env(ctx, pol))}
+               "env_names": sorted(_jail_env(ctx, pol)),
+               "host_layout": _layout_data(layout)}
         if pol["mode"] == "verified":
             from . import profiles
 
@@ -521,7 +538,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         from . import audit
 
         audit.baseline(store, row.id, workspaces)  # before the jail can change anything
-        spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
+        spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded, layout)
         from . import panes
 
         if place is not None:
@@ -645,9 +662,10 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     exe = adapter.own_sandbox_off(resolved_argv, pol["mode"], pol["backend"])
     cli_argv = adapter.backend_resume_argv(pol["backend"], exe, row.native_id, list(r.get("args", ())))
     unguarded = pol["backend"] == "none"
-    sandbox_argv = _sandbox_argv(ctx, pol, bwrap.find(), cli_argv, unguarded)
+    layout = _host_layout(ctx, unguarded)
+    sandbox_argv = _sandbox_argv(ctx, pol, bwrap.find(), cli_argv, unguarded, layout)
     _prepare_dirs(ctx, pol, adapter)
-    spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
+    spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded, layout)
     with _spec_discarded_on_failure(spec, status):
         opts = _options(row.id, pol, fp)
         if jail:

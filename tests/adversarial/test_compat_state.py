@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,101 @@ def test_a_jail_cannot_unmask_a_server_by_closing_its_directory(jail_env, tmp_pa
         os.chmod(socks, 0o700)
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], env=e, capture_output=True)
         sock.unlink(missing_ok=True)
+
+
+def test_compatibility_cannot_move_or_rewrite_tmuxjail_state_config_or_install(jail_env):
+    """13.5: renaming an ancestor of a mask moved the mask along and left a fresh, unmasked
+    state dir (spool) or config at the path tmuxjail uses next; an install inside a writable path
+    let the agent rewrite the code the launcher runs outside every jail."""
+    import tmuxjail
+
+    env = furnish(jail_env)
+    pkg = Path(tmuxjail.__file__).parent
+    home = env.home
+    jail = Jail(env, "compatibility")
+    out = jail.sh(f"""
+        mv {home}/.local {home}/.local-moved 2>/dev/null && echo MOVED_LOCAL
+        mv {home}/.local/state {home}/.local/state-moved 2>/dev/null && echo MOVED_STATE
+        mv {home}/.config {home}/.config-moved 2>/dev/null && echo MOVED_CONFIG
+        mv {home} {home}-moved 2>/dev/null && echo MOVED_HOME
+        mkdir -p {env.state_dir}/spool 2>/dev/null && touch {env.state_dir}/spool/planted 2>/dev/null
+        mkdir -p {env.config_dir} 2>/dev/null
+        echo 'allowed_modes = ["compatibility"]' > {env.config_dir}/config.toml 2>/dev/null && echo CONFIG_WRITTEN
+        python3 -c "open('{pkg}/launch.py', 'a')" 2>/dev/null && echo INSTALL_WRITABLE
+        touch {pkg}/planted.py 2>/dev/null && rm -f {pkg}/planted.py && echo INSTALL_PLANT
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    for p in (home / ".local" / "state", home / ".config" / "tmuxjail", env.store):
+        assert p.exists(), p
+    assert not (env.state_dir / "spool" / "planted").exists()
+    assert not (env.config_dir / "config.toml").exists()
+    env.unchanged()
+
+
+def _launch(env, spec: dict, name: str):
+    import json as _json
+
+    from tmuxjail.launch import pane_command
+
+    path = env.state_dir / "spool" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    spec = dict(spec, status_file=spec.get("status_file", str(path)[:-5] + ".status"))
+    path.write_text(_json.dumps(spec))
+    path.chmod(0o600)
+    return subprocess.run(pane_command(sys.executable, spec["fingerprint"], str(path)), env=env.environ(),
+                          cwd=env.ws, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+
+
+def _drop_first_mask(argv):
+    i = argv.index("--tmpfs")
+    return argv[:i] + argv[i + 2:]
+
+
+TAMPER = {
+    "unjailed": lambda s, cli: dict(s, argv=cli, sandboxed=False),
+    "other-program": lambda s, cli: dict(s, argv=["/bin/sh", *cli[1:]]),
+    "mask-dropped": lambda s, cli: dict(s, argv=_drop_first_mask(s["argv"])),
+    "bwrap-option-added": lambda s, cli: dict(s, argv=[s["argv"][0], "--bind", "/", "/", *s["argv"][1:]]),
+    "executable": lambda s, cli: dict(s, argv=s["argv"][:-len(cli)] + ["/usr/bin/env", *cli]),
+    "env-tmux": lambda s, cli: dict(s, env=dict(s["env"], TMUX="/tmp/tmux-0/default,1,0")),
+    "env-changed": lambda s, cli: dict(s, env=dict(s["env"], HOME="/")),
+    "machine": lambda s, cli: dict(s, machine="sparc64"),
+    "landlock": lambda s, cli: dict(s, landlock_scope=not s["landlock_scope"]),
+    "status-file": lambda s, cli: dict(s, status_file="/nonexistent-dir/elsewhere.status"),
+}
+
+
+@pytest.mark.parametrize("mode", ["compatibility", "isolated"])
+def test_launcher_runs_only_what_follows_from_the_policy(jail_env, mode):
+    """13.5b: whoever rewrites a spec in the spool chooses argv, environment and side settings,
+    which the fingerprint does not cover. The launcher rebuilds them from the fingerprinted policy
+    and refuses (exit 3) any other; an untouched spec still runs."""
+    import sqlite3
+
+    from tmuxjail.sandbox import landlock
+
+    env = jail_env
+    args = ("start", "shell", "--mode", mode, "--workspace", str(env.ws))
+    dry = env.json(*args, "--dry-run")
+    env.run(*args, "--name", "j", "--detach", check=True)
+    sid, fp = sqlite3.connect(env.store).execute("SELECT id, fingerprint FROM sessions WHERE name='j'").fetchone()
+    assert fp == dry["fingerprint"]
+    at = dry["sandbox_argv"].index("--") + 1
+    cli = [*dry["sandbox_argv"][at:], "-c", "echo ok > ./launched"]
+    pol = dry["policy"]
+    spec = {
+        "session_id": sid, "fingerprint": fp, "policy": pol, "argv": [*dry["sandbox_argv"][:at], *cli],
+        "env": dict(pol["env_set"]), "store": str(env.store), "machine": os.uname().machine,
+        "sandboxed": True, "landlock_scope": mode != "compatibility" and landlock.abi() >= landlock.MIN_ABI,
+        "layout": dry["host_layout"],
+    }
+    for kind, tamper in TAMPER.items():
+        if kind == "env-changed" and mode == "compatibility":
+            continue  # compatibility inherits the caller's environment: nothing fixed to change
+        proc = _launch(env, tamper(spec, cli), f"{sid}-{kind}")
+        assert proc.returncode == 3 and "tampered" in proc.stderr, (kind, proc.returncode, proc.stderr)
+        assert not (env.ws / "launched").exists(), kind
+    proc = _launch(env, spec, f"{sid}-untouched")
+    assert proc.returncode == 0, proc.stderr
+    assert (env.ws / "launched").read_text() == "ok\n"

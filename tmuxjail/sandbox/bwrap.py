@@ -30,6 +30,16 @@ def _under(path: str, roots) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
+def _ancestors(paths) -> list[str]:
+    out: set[str] = set()
+    for p in paths:
+        p = os.path.dirname(p.rstrip("/"))
+        while p not in ("/", ""):
+            out.add(p)
+            p = os.path.dirname(p)
+    return sorted(out, key=_depth)
+
+
 class Bwrap:
     name = NAME
 
@@ -72,6 +82,11 @@ class Bwrap:
         # /sys is read-only: root may write module parameters and other knobs there without any
         # capability.
         out = ["--bind", "/", "/", "--ro-bind-try", "/sys", "/sys", *_dev(policy), *PROC]
+        # Every ancestor of a mask becomes a mount point of its own (bound onto itself, as
+        # writable as it was), so it cannot be renamed (EBUSY): `mv ~/.local/state x` would move
+        # the mask along and leave a fresh, unmasked state dir at the path tmuxjail uses later.
+        for path in _ancestors((*policy["protected"], *policy["hidden"])):
+            out += ["--bind", path, path]
         for path in policy["protected"]:
             out += ["--ro-bind-try", path, path]
         for path in policy["hidden"]:
