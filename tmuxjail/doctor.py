@@ -111,6 +111,16 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     add("tmux socket dir", *_socket_dir(tmux.socket))
     add("config", *_config())
     add("store", *_store(store_path))
+    inst = host.own_install()
+    add("install", not inst,
+        "tmuxjail's code is not writable by you" if not inst else
+        f"writable by you: {', '.join(inst)}. Compatibility jails get these read-only, but anything "
+        "else you run can rewrite the code every start runs outside the jail"
+        + (" (as root, compatibility can still write the rest of /usr)" if os.getuid() == 0 else ""),
+        "as root, every install is yours to write: prefer a strict mode" if os.getuid() == 0 else
+        "install outside your home, owned by root:  sudo python3 -m venv /opt/tmuxjail && "
+        "sudo /opt/tmuxjail/bin/pip install . && ln -sf /opt/tmuxjail/bin/tmuxjail ~/.local/bin/tmuxjail",
+        required=False)
     add("tmux server", True, tmux.socket, required=False)
     if tmux.binary and tmux.alive():
         # Server-wide (no per-pane form in tmux 3.3): with `on`, an OSC 52 query from any pane,

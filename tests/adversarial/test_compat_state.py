@@ -240,3 +240,16 @@ def test_launcher_runs_only_what_follows_from_the_policy(jail_env, mode):
     proc = _launch(env, spec, f"{sid}-untouched")
     assert proc.returncode == 0, proc.stderr
     assert (env.ws / "launched").read_text() == "ok\n"
+
+
+def test_doctor_says_when_the_install_is_writable(jail_env):
+    """The test venv is writable by whoever runs the suite, as install.sh's venv in the home is."""
+    import json as _json
+
+    import tmuxjail
+
+    data = _json.loads(jail_env.run("doctor", "--json").stdout)
+    check = next(c for c in data["checks"] if c["check"] == "install")
+    assert not check["ok"] and not check["required"]
+    assert os.path.realpath(Path(tmuxjail.__file__).parent) in check["detail"]
+    assert ("strict mode" if os.getuid() == 0 else "/opt/tmuxjail") in check["fix"]
