@@ -197,9 +197,10 @@ def run_pane(argv: list[str]) -> int:
         from .sandbox import bwrap
 
         unguarded = pol["backend"] == "none"
-        sandbox_argv = sessions._sandbox_argv(ctx, pol, bwrap.find(), [login_shell(), "-l"], unguarded)
+        layout = sessions._host_layout(ctx, unguarded)
+        sandbox_argv = sessions._sandbox_argv(ctx, pol, bwrap.find(), [login_shell(), "-l"], unguarded, layout)
         sessions._prepare_dirs(ctx, pol, get_adapter(row.provider))
-        spec, status = sessions._write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded)
+        spec, status = sessions._write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded, layout)
         _no_status_file(spec)
         if me:
             opts = sessions._options(row.id, pol, fp)
