@@ -246,6 +246,16 @@ def open_beneath(root: str, path: str, optional: bool) -> int | None:
     return fd
 
 
+def login_shell() -> str:
+    """identity.login_shell(), without its imports (this runs on every start)."""
+    import pwd
+
+    shell = pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
+    if not os.path.isabs(shell) or not os.access(shell, os.X_OK) or shell.endswith("nologin"):
+        shell = "/bin/sh"
+    return shell
+
+
 def cli_prefix(policy: dict) -> list[str]:
     """How the policy's executable is started: its interpreter first, for scripts."""
     exe = policy["executable"]
@@ -283,8 +293,6 @@ def verify(spec: dict, policy: dict, spec_path: str) -> None:
             refuse("bubblewrap argv")
         cli = argv[len(head):]
     if cli[:len(cli_prefix(policy))] != cli_prefix(policy):
-        from .identity import login_shell
-
         if cli != [login_shell(), "-l"]:  # an extra pane of the session: your shell, same jail
             refuse("executable")
     env = spec.get("env")

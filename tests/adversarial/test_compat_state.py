@@ -189,15 +189,18 @@ def _launch(env, spec: dict, name: str):
 
 
 def _drop_first_mask(argv):
+    """The first mask swapped for a harmless option of the same length (so that only a check of
+    the bwrap argv itself can tell)."""
     i = argv.index("--tmpfs")
-    return argv[:i] + argv[i + 2:]
+    return [*argv[:i], "--chdir", "/", *argv[i + 2:]]
 
 
 TAMPER = {
     "unjailed": lambda s, cli: dict(s, argv=cli, sandboxed=False),
+    "no-seccomp": lambda s, cli: dict(s, sandboxed=False),  # bwrap run without the filter's fd
     "other-program": lambda s, cli: dict(s, argv=["/bin/sh", *cli[1:]]),
     "mask-dropped": lambda s, cli: dict(s, argv=_drop_first_mask(s["argv"])),
-    "bwrap-option-added": lambda s, cli: dict(s, argv=[s["argv"][0], "--bind", "/", "/", *s["argv"][1:]]),
+    "bwrap-option-changed": lambda s, cli: dict(s, argv=[a if a != "--unshare-pid" else "--share-net" for a in s["argv"]]),
     "executable": lambda s, cli: dict(s, argv=s["argv"][:-len(cli)] + ["/usr/bin/env", *cli]),
     "env-tmux": lambda s, cli: dict(s, env=dict(s["env"], TMUX="/tmp/tmux-0/default,1,0")),
     "env-changed": lambda s, cli: dict(s, env=dict(s["env"], HOME="/")),

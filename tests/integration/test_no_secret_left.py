@@ -59,6 +59,16 @@ def test_server_killed_during_start_leaves_no_secret(jail_env):
     assert leftovers(env) == []
 
 
+def test_pane_that_never_opens_leaves_no_secret(jail_env, tmp_path):
+    env = jail_env
+    long = tmp_path / ("d" * 100)  # too long for a unix socket path: tmux cannot start a server
+    long.mkdir()
+    env.vars["TMUX_TMPDIR"] = str(long)
+    proc = _start(env)
+    assert proc.returncode != 0, proc.stdout
+    assert leftovers(env) == []
+
+
 def test_jail_that_never_comes_up_leaves_no_secret(jail_env):
     env = jail_env
     # The pane's launcher is replaced before it can read its spec; the pane stays alive.
