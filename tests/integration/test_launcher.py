@@ -57,14 +57,19 @@ def _dead_screen(env, pane: str, needle: str, timeout: float = 15, failed=lambda
 
 
 def _spec(env, tmp_path):
-    """A real spec, captured from a dry run's policy and a stored session. Its argv is a valid
-    sandbox argv (options, then --), so a launch that passes every check runs echo and prints RAN:
-    the tests below see a refusal for its own reason, never for a malformed argv."""
-    out = env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "s", "--detach")
+    """A real spec: a stored session, and the argv, environment and host layout a dry run of the
+    same start builds (the launcher checks them against the policy before anything else). The CLI
+    is the login shell, told to print RAN, so a launch that passes every check prints RAN: the
+    tests below see a refusal for its own reason."""
+    args = ("start", "shell", "--mode", "isolated", "--workspace", str(env.ws))
+    dry = env.json(*args, "--dry-run")
+    out = env.json(*args, "--name", "s", "--detach")
     row = sqlite3.connect(env.store).execute("SELECT id, policy, fingerprint FROM sessions").fetchone()
+    assert row[2] == dry["fingerprint"]
     spec = {"session_id": row[0], "fingerprint": row[2], "policy": json.loads(row[1]),
-            "argv": ["/bin/echo", "--", "RAN"], "env": {}, "store": str(env.store),
-            "status_file": str(tmp_path / "status"), "machine": platform.machine(), "sandboxed": True}
+            "argv": [*dry["sandbox_argv"], "-c", "echo RAN"], "env": dict(dry["policy"]["env_set"]),
+            "store": str(env.store), "status_file": str(tmp_path / "spec.status"), "machine": platform.machine(),
+            "sandboxed": True, "landlock_scope": True, "layout": dry["host_layout"]}
     return out, spec
 
 
@@ -252,11 +257,9 @@ def test_inherited_fds_do_not_reach_the_jail(jail_env, tmp_path):
     on a secret file) is not inherited by bubblewrap and the jailed CLI."""
     env = jail_env
     _, spec = _spec(env, tmp_path)
-    dry = env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "d", "--dry-run")
-    argv = dry["sandbox_argv"]
     probe = env.ws / "fds.sh"
     probe.write_text("for f in /proc/$$/fd/*; do readlink $f; done > ./fds.out\nexit 0\n")
-    spec["argv"] = [*argv[:argv.index("--") + 1], "/bin/sh", str(probe)]
+    spec["argv"] = [*spec["argv"][:-2], str(probe)]  # the login shell runs the probe
     secret = env.outside / "secret-for-fd"
     secret.write_text("s")
     fd = os.open(secret, os.O_RDONLY)
