@@ -56,7 +56,8 @@ def layout(tmux_socket: str | None, env: dict) -> HostLayout:
     dirs = {d for d in map(ensure_socket_dir, socket_dir_candidates(env, uid)) if d}
     files: set[str] = set()
     ours = {tmux_socket} if tmux_socket else set()
-    for sock in [*ours, *filter(None, [env.get("TMUX", "").split(",")[0]]), *running_servers(uid)]:
+    running = set(running_servers(uid))
+    for sock in [*ours, *filter(None, [env.get("TMUX", "").split(",")[0]]), *sorted(running)]:
         parent = os.path.dirname(sock)
         if os.path.basename(parent).startswith("tmux-"):
             dirs.add(parent)
@@ -74,7 +75,9 @@ def layout(tmux_socket: str | None, env: dict) -> HostLayout:
         secrets.update(unreadable)
     tmux_dirs = tuple(sorted(d for d in dirs if os.path.isdir(d)))
     # Our own server may not run yet: tmuxjail starts it before the jail, so mask it anyway.
-    tmux_files = tuple(sorted(f for f in files if f in ours or os.path.exists(f)))
+    # A running server's socket is masked even when a jail made its directory unreadable to us
+    # (exists() is then False): bwrap then cannot mount the mask, and the start fails, closed.
+    tmux_files = tuple(sorted(f for f in files if f in ours or f in running or os.path.exists(f)))
     return HostLayout(
         agent_socket=agent_socket(env.get("SSH_AUTH_SOCK"), uid, (*tmux_dirs, *tmux_files)),
         top=top,
