@@ -224,7 +224,8 @@ def test_launcher_runs_only_what_follows_from_the_policy(jail_env, mode):
     env.run(*args, "--name", "j", "--detach", check=True)
     sid, fp = sqlite3.connect(env.store).execute("SELECT id, fingerprint FROM sessions WHERE name='j'").fetchone()
     assert fp == dry["fingerprint"]
-    at = dry["sandbox_argv"].index("--") + 1
+    argv = dry["sandbox_argv"]
+    at = len(argv) - argv[::-1].index("--")  # the CLI's argv: after the last -- (a prlimit may precede it)
     cli = [*dry["sandbox_argv"][at:], "-c", "echo ok > ./launched"]
     pol = dry["policy"]
     spec = {
