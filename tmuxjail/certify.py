@@ -54,6 +54,10 @@ class Driver:
     def tokens(self, mode: str) -> tuple[str, ...]:
         if self.provider == "claude-code" and mode == "compatibility":
             return (".claude.json",)  # compatibility does not relocate: Claude's default place
+        if self.provider == "claude-code" and mode == "verified":
+            # A verified start seeds ~/.claude/.config.json from ~/.claude.json, and Claude reads
+            # (and rewrites) that one first: one config shared with plain `claude` (issue 12.12).
+            return (".claude/.config.json",)
         return self.token_files
 
     def child_args(self, probe: str, out: str) -> list[str]:
@@ -284,7 +288,7 @@ class Run:
         self.probe = self.ws / ".certify" / "probe.sh"
         self.probe.write_text(
             PROBE.replace("@OUTSIDE@", str(self.outside / "escape")).replace("@STATE@", self.driver.state_dir)
-            .replace("@TOKENS@", " ".join(dict.fromkeys((*self.driver.tokens("isolated"), *self.driver.tokens("compatibility"))))).replace("@SOCK@", self.sock)
+            .replace("@TOKENS@", " ".join(dict.fromkeys((*self.driver.tokens("isolated"), *self.driver.tokens("verified"), *self.driver.tokens("compatibility"))))).replace("@SOCK@", self.sock)
             .replace("@SOCKPATH@", self.tmux_sock_path).replace("@HOSTSOCK@", self.listeners[0].address)
             .replace("@ABSTRACT@", self.listeners[1].address)
             .replace("@INSTALLDIR@", str(self.home / ".local/share/cursor-agent/versions" / CURSOR_STANDIN_VERSION)
