@@ -26,7 +26,7 @@ GOLDEN = Path(__file__).parent / "golden"
 SNIPPET = "#{E:@tmuxjail-status}"
 
 
-def wait(pred, timeout=15.0, what="condition"):
+def wait(pred, timeout=30.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = pred()
@@ -401,7 +401,7 @@ def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
     term.send("C-b", "J", "s")
     screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
     term.send(_key_of(screen, r"shell\s+isolated"))
-    first = wait(lambda: pwned() or fresh({"j"}), what="the new session", timeout=10)
+    first = wait(lambda: pwned() or fresh({"j"}), what="the new session", timeout=30)
     assert pwned() == []
     first = wait(lambda: (r := names().get(first["name"])) and r["status"] == "running" and r, what="running")
     assert first["workspace"] == str(env.ws)
@@ -429,7 +429,7 @@ def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
     screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
     term.send(_key_of(screen, r"shell\s+isolated"))
     try:
-        new = wait(lambda: pwned() or fresh({"j", first["name"]}), what="the new session", timeout=10)
+        new = wait(lambda: pwned() or fresh({"j", first["name"]}), what="the new session", timeout=30)
     except AssertionError:
         raise AssertionError(term.screen() + env.run("list", "--all").stdout + str(list(env.state_dir.iterdir())))
     time.sleep(0.5)
