@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fast", action="store_true", help="only the entries marked fast = true (CI)")
     ap.add_argument("--only", action="append", default=[], metavar="ID", help="only this guard (repeatable)")
+    ap.add_argument("--skip", action="append", default=[], metavar="ID",
+                    help="leave this guard out (repeatable; e.g. while one of its tests is broken elsewhere)")
     ap.add_argument("--json", action="store_true", help="one JSON object with every result on stdout")
     ap.add_argument("--check", action="store_true", help="only check the registry (snippets, test ids); run nothing")
     ap.add_argument("--no-baseline", action="store_true", help="skip the run of the named tests unmutated")
@@ -236,12 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         say(f"mutate: {exc}")
         return 2
     problems = check(guards)
-    unknown = [i for i in args.only if i not in {g["id"] for g in guards}]
-    problems += [f"--only {i}: no such guard" for i in unknown]
+    unknown = [i for i in [*args.only, *args.skip] if i not in {g["id"] for g in guards}]
+    problems += [f"--only/--skip {i}: no such guard" for i in unknown]
     if problems:
         say("mutate: the registry does not match the source:\n  " + "\n  ".join(problems))
         return 2
-    chosen = [g for g in guards if (not args.only or g["id"] in args.only) and (not args.fast or g.get("fast"))]
+    chosen = [g for g in guards if (not args.only or g["id"] in args.only) and (not args.fast or g.get("fast"))
+              and g["id"] not in args.skip]
     skipped = [g for g in chosen if not applies(g, uid)]
     chosen = [g for g in chosen if applies(g, uid)]
     scratch = Scratch(ROOT, keep=args.keep)
@@ -295,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"user": "root" if uid == 0 else "user", "guards": len(results), "caught": caught,
                "missed": [r["id"] for r in results if r["status"] == "missed"],
                "errors": [r["id"] for r in results if r["status"] == "error"],
-               "not_applicable": [g["id"] for g in skipped], "flaky_baseline": flaky, "seconds": round(total),
+               "not_applicable": [g["id"] for g in skipped], "skipped": args.skip, "flaky_baseline": flaky, "seconds": round(total),
                "results": results}
     pct = 100.0 * caught / len(results) if results else 100.0
     say(f"mutate: {caught}/{len(results)} guards caught ({pct:.0f}%) as {summary['user']} in {total:.0f}s"
