@@ -260,10 +260,15 @@ def test_odd_interpreter_path_survives_tmux_parsing(jail_env, tmp_path):
         cmd = audit.hook_command("0123abcd-0000-4000-8000-0123456789ab")
     finally:
         sys.executable = real
-    env.tmux("new-session", "-d", "-s", "h", "sh")
+    # Parsed by tmux's own parser exactly as set-hook stores it (read back), then run the way the
+    # hook runs it: the stored text, as a tmux command (run-shell expands its formats).
+    env.tmux("new-session", "-d", "-s", "h", "sleep 600")
     env.tmux("set-hook", "-w", "-t", "=h:", "pane-died", cmd)
-    env.tmux("set-option", "-w", "-t", "=h:", "remain-on-exit", "on")
-    env.tmux("send-keys", "-t", "=h:", "exit", "Enter")
+    stored = env.tmux("show-hooks", "-w", "-t", "=h:").split(" ", 1)[1].rstrip("\n")
+    assert stored == cmd
+    conf = tmp_path / "hook.conf"
+    conf.write_text(stored + "\n")
+    env.tmux("source-file", str(conf))
     assert _wait(lambda: out.exists() and out.read_text().strip())
     assert out.read_text().split() == ["-E", "-P", "-m", "tmuxjail", "_audit", "--id",
                                        "0123abcd-0000-4000-8000-0123456789ab"]
