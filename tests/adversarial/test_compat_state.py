@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,9 @@ def test_first_run_socket_dir_is_masked(jail_env, tmp_path):
     """A fresh boot: tmux's socket dir does not exist when tmuxjail builds the jail's argv (it
     starts the server itself, afterwards). The jail must still not reach that server."""
     env = jail_env
-    tmpdir = tmp_path / "fresh-tmux-tmpdir"
-    tmpdir.mkdir()
+    # Short, under /tmp: a unix socket path has 107 bytes at most, and pytest's tmp_path for a
+    # long user name (the newcomer tier's) leaves too few.
+    tmpdir = Path(tempfile.mkdtemp(prefix="tjf", dir="/tmp"))
     env.vars["TMUX_TMPDIR"] = str(tmpdir)  # for tmuxjail and for env.tmux: a dir tmux never used
     env = furnish(env)
     sockdir = tmpdir / f"tmux-{os.getuid()}"
@@ -51,7 +53,7 @@ def test_first_run_socket_dir_is_masked(jail_env, tmp_path):
         env.unchanged()
     finally:
         env.tmux("kill-server", check=False)  # env.kill() would address the default dir
-        shutil.rmtree(sockdir, ignore_errors=True)
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def test_socket_dir_symlink_is_not_followed(jail_env, tmp_path):
