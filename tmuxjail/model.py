@@ -6,7 +6,7 @@ import re
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CAP_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -127,6 +127,35 @@ class Policy(_Frozen):
     env_names: tuple[str, ...]
     env_set: tuple[tuple[str, str], ...]
     capabilities: tuple[str, ...]
-    # host: the host's network namespace; none: a namespace of its own with only its loopback.
-    network: Literal["host", "none"] = "host"
+    # host: the host's network namespace; none: a namespace of its own with only its loopback;
+    # proxy: a namespace of its own whose only way out is the session's egress proxy (netproxy).
+    network: Literal["host", "none", "proxy"] = "host"
+    # proxy only: the domain patterns the proxy allows (netcheck.check_pattern; "*" = every public
+    # destination), normalised and sorted.
+    allow_domains: tuple[str, ...] = ()
+    # proxy only: the operator config's [network.resolve] (name, address, test_upstream): names the
+    # proxy resolves without DNS. Only the config file sets it (never the environment or a workspace).
+    resolve: tuple[tuple[str, str, bool], ...] = ()
     limits: Limits = Limits()
+
+    @field_validator("allow_domains")
+    @classmethod
+    def _patterns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from .netcheck import check_patterns
+
+        return check_patterns(v, "allow_domains")
+
+    @model_validator(mode="after")
+    def _proxy_only(self) -> "Policy":
+        if self.network != "proxy" and (self.allow_domains or self.resolve):
+            raise ValueError("allow_domains and resolve apply to network proxy only")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _drop_empty(self, handler):
+        # Absent when empty: the fingerprints of host and none sessions stay what they were.
+        data = handler(self)
+        for key in ("allow_domains", "resolve"):
+            if not data.get(key):
+                data.pop(key, None)
+        return data

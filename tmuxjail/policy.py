@@ -10,6 +10,7 @@ from .canon import fingerprint as _fingerprint
 from .config import NETWORKS
 from .errors import NotApproved, UsageError
 from .model import Limits, Mode, Policy, Profile
+from .netcheck import check_patterns
 
 STRICT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -42,7 +43,8 @@ REASONS = {
     "capabilities": "capabilities", "host_read": "capabilities", "host_write": "capabilities",
     "workspace_read": "workspace", "workspace_write": "workspace", "protected": "workspace",
     "env_inherit": "environment", "env_names": "environment", "env_set": "environment",
-    "home": "home", "private_home": "home", "network": "network",
+    "home": "home", "private_home": "home", "network": "network", "allow_domains": "network",
+    "resolve": "network",
     "backend": "backend", "hidden": "backend", "schema_version": "backend", "limits": "limits",
 }
 
@@ -55,6 +57,7 @@ class Request:
     env_name: str = "default"
     capabilities: tuple[str, ...] = ()
     network: str | None = None  # None: the config's for this mode
+    allow_domains: tuple[str, ...] = ()  # extra domain patterns (proxy only)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class Facts:
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
     limits: dict = field(default_factory=dict)  # the operator's overrides of model.Limits
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
+    resolve: tuple[tuple[str, str, bool], ...] = ()  # the config's [network.resolve] (proxy only)
     # What the launcher runs outside every jail (tmuxjail's package, venv, interpreter, stdlib,
     # bwrap) where a jail of this user could write it: read-only in compatibility jails.
     own_install: tuple[str, ...] = ()
@@ -86,13 +90,27 @@ def _network(req: Request, facts: Facts) -> str:
     """The request may narrow the operator's network for this mode, never widen it."""
     want = req.network or facts.network
     if want not in NETWORKS:
-        raise UsageError(f"network {want!r}: must be host or none")
+        raise UsageError(f"network {want!r}: must be host, proxy or none")
     if NETWORKS.index(want) > NETWORKS.index(facts.network):
         raise NotApproved(
             f"network {want} is not allowed in {req.mode.value} mode by the operator config",
             hint=f"the config (or TMUXJAIL_NETWORK) allows {facts.network} there", data={"reason": "network"},
         )
     return want
+
+
+def _allow_domains(req: Request, profile: Profile, caps, network: str) -> tuple[str, ...]:
+    """What the proxy allows: every public destination, except in verified mode, where only the
+    hosts the profile's capabilities in use declare; plus the request's own."""
+    if network != "proxy":
+        if req.allow_domains:
+            raise UsageError("--allow-domain applies to --network proxy only")
+        return ()
+    if req.mode is Mode.verified:
+        declared = [h for cid in caps for h in profile.capabilities[cid].hosts]
+    else:
+        declared = ["*"]
+    return check_patterns((*declared, *req.allow_domains), "allow_domains", UsageError)
 
 
 def _inside(path: str, root: str) -> bool:
@@ -251,6 +269,8 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
         capabilities=caps,
         limits=Limits(**facts.limits),
         network=network,
+        allow_domains=_allow_domains(req, profile, caps, network),
+        resolve=facts.resolve if network == "proxy" else (),
     )
 
 

@@ -182,7 +182,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=_git_paths(workspaces) if mode.strict else (),
-        realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
+        realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value], resolve=cfg.resolve,
         own_install=() if mode.strict else host.own_install(),
     )
     if restriction is not None:

@@ -42,9 +42,10 @@ def test_config_network_per_mode_and_the_environment_only_narrows():
 
 
 @pytest.mark.parametrize("text,env,needle", [
-    ('[network]\nisolated = "proxy"\n', None, "not yet available"),
-    ("", "proxy", "not yet available"),
-    ('[network]\nisolated = "off"\n', None, "host or none"),
+    ('[network]\nisolated = "off"\n', None, "host, proxy or none"),
+    ('[network.resolve]\n"up.test" = "localhost"\n', None, "network.resolve.up.test"),
+    ('[network.resolve]\n"127.1" = "127.0.0.1"\n', None, "IPv4 address form"),
+    ('[network.resolve]\n"up.test" = { address = "127.0.0.1", test_upstream = "yes" }\n', None, "test_upstream"),
     ("", "open", "TMUXJAIL_NETWORK"),
     ('[network]\nstrict = "none"\n', None, "table of mode"),
     ('network = "none"\n', None, "table of mode"),
@@ -86,3 +87,42 @@ def test_seatbelt_network_none_allows_no_ip_in_any_mode(mode):
     none = evaluator(make_policy(mode, network="none"))
     denied(none, R("network-outbound", ip=True), R("network-bind", ip=True), R("network-inbound", ip=True))
     allowed(evaluator(make_policy(mode)), R("network-outbound", ip=True))
+
+
+def test_config_proxy_narrows_between_none_and_host():
+    assert config.parse('[network]\nisolated = "proxy"\n', "c.toml").network["isolated"] == "proxy"
+    assert config.parse("", "c.toml", env_network="proxy").network == dict.fromkeys(MODES, "proxy")
+    assert config.parse('[network]\nisolated = "none"\n', "c.toml", env_network="proxy").network["isolated"] == "none"
+
+
+def test_config_resolve_table_is_the_config_files_only():
+    c = config.parse('[network.resolve]\n"Up.Test." = { address = "127.0.0.1", test_upstream = true }\n'
+                     '"mirror.example" = "::1"\n', "c.toml")
+    assert c.resolve == (("mirror.example", "::1", False), ("up.test", "127.0.0.1", True))
+
+
+@pytest.mark.parametrize("value,ok", [
+    ("*", "*"), ("Example.COM", "example.com"), ("*.example.com", "*.example.com"), ("example.com.", "example.com"),
+    ("bücher.example", "xn--bcher-kva.example"),
+    ("", None), ("*example.com", None), ("a.*.example.com", None), ("127.0.0.1", None), ("2130706433", None),
+    ("0x7f.1", None), ("127.1", None), ("::1", None), ("[::1]", None), ("localhost", None), ("a..b", None),
+    ("-a.example", None), ("a b.example", None), ("x" * 64 + ".example", None), (None, None), ("a\nb", None),
+])
+def test_domain_patterns(value, ok):
+    from tmuxjail import netcheck
+
+    if ok is None:
+        with pytest.raises(UsageError) as e:
+            netcheck.check_pattern(value, "--allow-domain", UsageError)
+        assert "\n" not in e.value.message and e.value.message.startswith("--allow-domain")
+    else:
+        assert netcheck.check_pattern(value) == ok
+
+
+def test_policy_proxy_allow_domains_per_mode_and_fingerprint():
+    iso = resolve("isolated", "proxy")
+    assert iso["allow_domains"] == ["*"] and iso["network"] == "proxy"
+    assert resolve("verified", "proxy")["allow_domains"] == ["api.openai.com", "auth.openai.com", "chatgpt.com"]
+    host = resolve("isolated")
+    assert "allow_domains" not in host and "resolve" not in host  # host/none fingerprints unchanged
+    assert policy.diff(host, iso) == ["network"]
