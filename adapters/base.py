@@ -52,6 +52,11 @@ class Adapter:
         argv = self.resume_argv(exe, native_id, extra)
         return [*argv, *self.seatbelt_args] if backend == "seatbelt" else argv
 
+    def shared_config(self, home: str) -> tuple[str, str] | None:
+        """(a host config file, the file a verified session shares with the host CLI), for a CLI
+        whose config lives outside its relocatable home; None for most."""
+        return None
+
     def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
         """Non-secret variables the adapter sets (values are fingerprinted). In isolated mode the
         CLI's state is pointed into the private home, which is mounted at HOME."""

@@ -14,6 +14,7 @@ pytest. See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -246,38 +247,35 @@ def time_until_ready(argv: list[str], env: dict, ready: Path, cwd: Path | None =
                      timeout: float = 30.0) -> Timed:
     """Run argv; time until `ready` exists and until argv exits; peak RSS of argv's process tree
     (wait4 rusage of this child alone: ru_maxrss in KB)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         ready.unlink()
-    except FileNotFoundError:
-        pass
-    err = tempfile.TemporaryFile()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=err)
-    t_ready = t_exit = None
-    status, ru = None, None
-    deadline = t0 + timeout
-    while time.perf_counter() < deadline:
-        if t_exit is None:
-            pid, st, r = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                t_exit, status, ru = time.perf_counter() - t0, st, r
-                proc.returncode = os.waitstatus_to_exitcode(st)
-                if proc.returncode != 0:
-                    break
-        if t_ready is None and os.path.exists(ready):
-            t_ready = time.perf_counter() - t0
-        if t_ready is not None and t_exit is not None:
-            break
-        time.sleep(POLL)
-    if t_exit is None:  # timed out: do not leave it behind
-        proc.kill()
-        _, status, ru = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        t_exit = time.perf_counter() - t0
-    err.seek(0)
-    text = err.read().decode(errors="replace")
-    err.close()
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err)
+        t_ready = t_exit = None
+        status, ru = None, None
+        deadline = t0 + timeout
+        while time.perf_counter() < deadline:
+            if t_exit is None:
+                pid, st, r = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    t_exit, status, ru = time.perf_counter() - t0, st, r
+                    proc.returncode = os.waitstatus_to_exitcode(st)
+                    if proc.returncode != 0:
+                        break
+            if t_ready is None and os.path.exists(ready):
+                t_ready = time.perf_counter() - t0
+            if t_ready is not None and t_exit is not None:
+                break
+            time.sleep(POLL)
+        if t_exit is None:  # timed out: do not leave it behind
+            proc.kill()
+            _, status, ru = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            t_exit = time.perf_counter() - t0
+        err.seek(0)
+        text = err.read().decode(errors="replace")
     return Timed(t_ready, t_exit, ru.ru_maxrss if ru else 0, proc.returncode, text)
 
 
@@ -304,8 +302,8 @@ def vmrss_kb(pid: int | None) -> tuple[int | None, str]:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None, "?"
-    name = re.search(r"^Name:\s*(\S+)", text, re.M)
-    rss = re.search(r"^VmRSS:\s*(\d+)", text, re.M)
+    name = re.search(r"^Name:\s*(\S+)", text, re.MULTILINE)
+    rss = re.search(r"^VmRSS:\s*(\d+)", text, re.MULTILINE)
     return (int(rss.group(1)) if rss else None), (name.group(1) if name else "?")
 
 
@@ -460,7 +458,7 @@ def bench_identity(base: Path, n: int) -> None:
 
     # In-process hash throughput of identity.sha256_file, no cache (what a cold start pays).
     sys.path.insert(0, str(REPO))
-    from tmuxjail.identity import sha256_file  # noqa: E402
+    from tmuxjail.identity import sha256_file
 
     hash_s = []
     for _ in range(2 if n < 5 else 3):
@@ -500,7 +498,7 @@ def _fast_sessions(w: World, count: int, start_index: int) -> None:
     each with a tmux session running `sleep` whose start command carries the launcher marker, so
     `list` classifies and joins them exactly as it does real jails."""
     sys.path.insert(0, str(REPO))
-    from tmuxjail.store import Store  # noqa: E402
+    from tmuxjail.store import Store
 
     store = Store(w.store_path())
     template = store.sessions()[0]
@@ -551,7 +549,7 @@ def bench_list(base: Path, n: int, real_500: bool) -> None:
         rows = json.loads(out)
         running = sum(1 for r in rows if r.get("status") == "running")
         panes_t = []
-        fmt_ = "\x1f".join("#{%s}" % f for f in ("session_name", "window_id", "pane_id", "pane_pid", "pane_dead",
+        fmt_ = "\x1f".join(f"#{{{f}}}" for f in ("session_name", "window_id", "pane_id", "pane_pid", "pane_dead",
                                                  "pane_dead_status", "pane_current_command", "@tmuxjail_id",
                                                  "@tmuxjail_fp", "pane_start_command"))
         for _ in range(rounds):
@@ -748,7 +746,7 @@ def table() -> str:
 
     def render(row):
         cells = []
-        for i, (c, wd) in enumerate(zip(row, widths)):
+        for i, (c, wd) in enumerate(zip(row, widths, strict=True)):
             if len(c) > wd:
                 c = c[: wd - 1] + "…"
             cells.append(c.rjust(wd) if i in (1, 2, 3, 5, 6) else c.ljust(wd))
@@ -805,7 +803,7 @@ def main() -> int:
                     bench_cli(base, n)
                 elif part == "work":
                     bench_work(base, n, args.quick)
-            except Exception as exc:  # report, keep going: one broken part must not hide the others
+            except Exception as exc:  # noqa: BLE001 - report, keep going: one broken part must not hide the others
                 errors[part] = f"{exc.__class__.__name__}: {exc}"
                 log(f"{part} failed: {errors[part]}")
     finally:

@@ -10,11 +10,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "unit"))
-import test_seatbelt as t  # noqa: E402
+import test_seatbelt as t
 
-from tmuxjail import host  # noqa: E402
-from tmuxjail.paths import get  # noqa: E402
-from tmuxjail.sandbox.seatbelt import Seatbelt  # noqa: E402
+from tmuxjail import host
+from tmuxjail.paths import get
+from tmuxjail.sandbox.seatbelt import Seatbelt
 
 mode = sys.argv[1]
 ws = os.path.realpath(sys.argv[2] if len(sys.argv) > 2 else os.getcwd())

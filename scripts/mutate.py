@@ -206,8 +206,8 @@ class Scratch:
 # -- running ---------------------------------------------------------------------------------
 
 def failed_nodes(out: str) -> list[str]:
-    return [l.split(" ", 1)[1].split(" - ")[0] for l in out.splitlines()
-            if l.startswith(("FAILED ", "ERROR ")) and "::" in l]
+    return [ln.split(" ", 1)[1].split(" - ")[0] for ln in out.splitlines()
+            if ln.startswith(("FAILED ", "ERROR ")) and "::" in ln]
 
 
 def first_failure(out: str) -> str:
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                     out = out2
             if rc != 0:
                 say(f"mutate: the named tests fail WITHOUT any mutation ({secs:.0f}s); fix them first:\n"
-                    + "\n".join(l for l in out.splitlines() if l.startswith(("FAILED", "ERROR", "E   "))))
+                    + "\n".join(ln for ln in out.splitlines() if ln.startswith(("FAILED", "ERROR", "E   "))))
                 return 1
             say(f"baseline: green in {secs:.0f}s")
         for i, g in enumerate(chosen, 1):

@@ -23,10 +23,12 @@ rm -rf build
 no_leftovers='n=$(ls "/tmp/tmux-$(id -u)" 2>/dev/null | grep -c "^tjtest-" || true)
   [ "$n" -le "${TJ_BEFORE:-0}" ] || { echo "$((n - ${TJ_BEFORE:-0})) tmux socket files left in /tmp/tmux-$(id -u)"; exit 1; }'
 TJ_BEFORE=$(ls "/tmp/tmux-$(id -u)" 2>/dev/null | grep -c "^tjtest-" || true); export TJ_BEFORE
+# The gates come first: ruff and mypy with zero findings (their settings: pyproject.toml).
+gates='.venv/bin/ruff check . && .venv/bin/mypy'
 root=0
 # Then every guard pinned: remove each fast guard in turn and check its tests go red
 # (guards/registry.toml; the suite just passed: no need to run it again unmutated).
-.venv/bin/pytest -q -p no:cacheprovider tests "$@" && sh -c "$no_leftovers" \
+sh -c "$gates" && .venv/bin/pytest -q -p no:cacheprovider tests "$@" && sh -c "$no_leftovers" \
   && .venv/bin/python scripts/mutate.py --fast --no-baseline || root=$?
 
 user_run=skipped
@@ -38,7 +40,7 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${TMUXJAIL_NO_USER_RUN:-}" ]; then
   chown -R "$user:" "$copy"
   echo "--- again as the ordinary user $user ---"
   user_run=0
-  runuser -u "$user" -- sh -c "TJ_BEFORE=\$(ls /tmp/tmux-\$(id -u) 2>/dev/null | grep -c ^tjtest- || true); export TJ_BEFORE; cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && $no_leftovers && .venv/bin/python scripts/mutate.py --fast --no-baseline" || user_run=$?
+  runuser -u "$user" -- sh -c "TJ_BEFORE=\$(ls /tmp/tmux-\$(id -u) 2>/dev/null | grep -c ^tjtest- || true); export TJ_BEFORE; cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' && $gates && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && $no_leftovers && .venv/bin/python scripts/mutate.py --fast --no-baseline" || user_run=$?
   rm -rf "$copy"
 fi
 verdict() { case $1 in 0) echo passed ;; skipped) echo skipped ;; *) echo "FAILED ($1)" ;; esac; }

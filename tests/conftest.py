@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -181,3 +182,29 @@ def descendants(pid: int) -> list[int]:
             out.append(k)
             todo.append(k)
     return out
+
+
+# Shared by the adversarial tests: a fixture taken as a parameter, not imported into each module.
+@pytest.fixture
+def world(jail_env):
+    return furnish(jail_env)
+
+
+def furnish(env):
+    """Things outside the jail that an attack would want, and a way to see they are unchanged."""
+    (env.home / ".ssh").mkdir()
+    (env.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    sentinel = env.outside / "sentinel"
+    sentinel.write_text("untouched")
+    env.run("approve", "shell", "--yes", check=True)  # verified mode runs only what a human approved
+    env.sentinel = sentinel
+
+    def unchanged():
+        assert sentinel.read_text() == "untouched"
+        assert (env.home / ".ssh" / "id_ed25519").read_text() == "PRIVATE KEY"
+        sessions = sorted(env.tmux("ls", "-F", "#{session_name}").split())
+        assert sessions == ["j"], sessions
+        n = sqlite3.connect(env.store).execute("SELECT count(*) FROM sessions").fetchone()[0]
+        assert n == 1
+    env.unchanged = unchanged
+    return env

@@ -15,12 +15,12 @@ import re
 
 # Footers seen while a turn runs. Kept loose on purpose: case-insensitive, spinner glyphs optional.
 WORKING = {
-    "codex": re.compile(r"esc to interrupt|working \(\d|\bworking\b.*\besc\b", re.I),
-    "claude-code": re.compile(r"esc to interrupt|\(\d+s\s*[·•]", re.I),
-    "cursor": re.compile(r"ctrl\+c to stop|esc to (stop|interrupt)|\bgenerating\b", re.I),
-    "pi": re.compile(r"esc to (interrupt|abort)|\bworking\.\.\.", re.I),
+    "codex": re.compile(r"esc to interrupt|working \(\d|\bworking\b.*\besc\b", re.IGNORECASE),
+    "claude-code": re.compile(r"esc to interrupt|\(\d+s\s*[·•]", re.IGNORECASE),
+    "cursor": re.compile(r"ctrl\+c to stop|esc to (stop|interrupt)|\bgenerating\b", re.IGNORECASE),
+    "pi": re.compile(r"esc to (interrupt|abort)|\bworking\.\.\.", re.IGNORECASE),
 }
-GENERIC = re.compile(r"esc to interrupt|ctrl\+c to (stop|interrupt)", re.I)
+GENERIC = re.compile(r"esc to interrupt|ctrl\+c to (stop|interrupt)", re.IGNORECASE)
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "tcsh", "csh", "nu", "xonsh"})
 
 

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-def identity_key(identity: dict) -> dict:
+if TYPE_CHECKING:
+    from .model import Profile
+
+# An executable's identity and an approval record, as the store and the policy JSON hold them.
+Record = dict[str, Any]
+
+
+def identity_key(identity: Record) -> Record:
     """What an approval pins of an executable: its path, sha256, version, and the hashes of
     whatever else decides what runs (a Node entry script's interpreter)."""
     return {"path": identity["path"], "sha256": identity["sha256"], "version": identity["version"],
             "extra": [list(x) for x in identity.get("extra", ())]}
 
 
-def covers(approval: dict, provider: str, profile_hash: str, identity: dict, caps) -> bool:
+def covers(approval: Record, provider: str, profile_hash: str, identity: Record, caps: Iterable[str]) -> bool:
     return (
         approval["provider"] == provider
         and approval["profile_hash"] == profile_hash
@@ -19,15 +28,18 @@ def covers(approval: dict, provider: str, profile_hash: str, identity: dict, cap
     )
 
 
-def find(approvals: list[dict], provider: str, profile_hash: str, identity: dict, caps) -> dict | None:
+def find(approvals: list[Record], provider: str, profile_hash: str, identity: Record,
+         caps: Iterable[str]) -> Record | None:
+    caps = tuple(caps)
     for a in reversed(approvals):  # newest first
         if covers(a, provider, profile_hash, identity, caps):
             return a
     return None
 
 
-def missing(approvals: list[dict], profile, identity: dict, caps) -> list[str]:
+def missing(approvals: list[Record], profile: Profile, identity: Record, caps: Iterable[str]) -> list[str]:
     """Why no approval covers this run, in human words: one line per missing piece."""
+    caps = tuple(caps)
     mine = [a for a in approvals if a["provider"] == profile.provider]
     if not mine:
         return [f"no approval for {profile.display_name}"]
@@ -48,12 +60,13 @@ def missing(approvals: list[dict], profile, identity: dict, caps) -> list[str]:
     return reasons
 
 
-def fix_command(provider: str, caps, baseline) -> str:
+def fix_command(provider: str, caps: Iterable[str], baseline: Iterable[str]) -> str:
+    baseline = set(baseline)
     extra = [c for c in caps if c not in baseline]
     return " ".join(["tmuxjail approve", provider, *(f"--capability {c}" for c in extra)])
 
 
-def describe(profile, identity: dict, caps, details: bool) -> list[str]:
+def describe(profile: Profile, identity: Record, caps: Iterable[str], details: bool) -> list[str]:
     """Exactly what an approval grants, in words first; --details adds paths, names and hosts."""
     lines = [f"{profile.display_name} (profile {profile.provider} v{profile.profile_version}, {profile.certification})"]
     for cid in caps:

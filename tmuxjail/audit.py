@@ -132,7 +132,7 @@ def run_hidden(argv: list[str]) -> int:
     except TmuxjailError as exc:
         print(f"tmuxjail: {exc.message}", file=sys.stderr)
         return exc.code
-    except Exception as exc:  # a hook has no terminal: one line for whoever runs it by hand
+    except Exception as exc:  # noqa: BLE001 - a hook has no terminal: one line for whoever runs it by hand
         print(f"tmuxjail: audit failed: {exc.__class__.__name__}: {exc}", file=sys.stderr)
         return 1
     from .errors import FINDINGS

@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import TmuxjailError, UsageError
 
@@ -276,6 +277,8 @@ class Run:
             (self.home / own).mkdir(parents=True, mode=0o700)
         (self.home / ".certify-canary").write_text("the scratch HOME's own file: hidden in strict modes\n")
         self.sock = f"certify-{secrets.token_hex(4)}"
+        self.last_child: dict[str, Any] = {}  # what the last child-process start answered
+        self.seen_process: tuple[str, str] | None = None
         self.python = python
         self.standin = standin
         self.env = self._scratch_env()
@@ -306,19 +309,29 @@ class Run:
             env["PATH"] = f"{h}/.local/bin:" + env.get("PATH", os.defpath)
         return env
 
-    def tj(self, *args: str, check: bool = True, extra_env: dict | None = None, timeout: float = 120) -> dict | str:
+    def _tj(self, args: tuple[str, ...], check: bool, extra_env: dict[str, str] | None,
+            timeout: float) -> subprocess.CompletedProcess[str]:
         argv = [self.python, "-E", "-P", "-m", "tmuxjail", "-L", self.sock, *args]
         proc = subprocess.run(argv, env={**self.env, **(extra_env or {})}, cwd=self.ws, capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         if check and proc.returncode != 0:
             msg = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
             raise TmuxjailError(f"certify: `tmuxjail {' '.join(args[:3])}` failed: {msg[0] if msg else proc.returncode}")
-        if "--json" in args:
-            try:
-                return json.loads(proc.stdout)
-            except ValueError:
-                return {"error": proc.stderr.strip()}
-        return proc.stdout
+        return proc
+
+    def tj(self, *args: str, check: bool = True, extra_env: dict[str, str] | None = None,
+           timeout: float = 120) -> str:
+        return self._tj(args, check, extra_env, timeout).stdout
+
+    def tj_json(self, *args: str, check: bool = True, extra_env: dict[str, str] | None = None,
+                timeout: float = 120) -> dict[str, Any]:
+        """A --json command's answer; {"error": stderr} when it printed no JSON object."""
+        proc = self._tj(args, check, extra_env, timeout)
+        try:
+            data = json.loads(proc.stdout)
+        except ValueError:
+            return {"error": proc.stderr.strip()}
+        return data if isinstance(data, dict) else {"error": proc.stderr.strip(), "output": data}
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True,
@@ -374,7 +387,7 @@ class Run:
                 continue
             if cmd.startswith("tmux"):
                 continue  # the run's own tmux server (it keeps the cwd it was started in)
-            if cwd.startswith(str(self.ws)) or "app-server" in cmd and str(self.root) in cmd:
+            if cwd.startswith(str(self.ws)) or ("app-server" in cmd and str(self.root) in cmd):
                 out.append(f"{pid} {cmd.strip()[:160]}")
         return out
 
@@ -428,25 +441,29 @@ def _wait_file(path: Path, timeout: float, pane_dead=None) -> bool:
     return False
 
 
-def _child(run: "Run", mode: str, name: str, args: list[str], out: Path, extra_env: dict) -> str:
+def _child(run: Run, mode: str, name: str, args: list[str], out: Path, extra_env: dict) -> str:
     run.last_child = {}
-    info = run.tj("start", run.provider, "--mode", mode, "--workspace", str(run.ws), "--name", name,
+    info = run.tj_json("start", run.provider, "--mode", mode, "--workspace", str(run.ws), "--name", name,
                   "--detach", "--json", "--", *args, extra_env=extra_env, check=False)
-    pane = info.get("tmux_pane") if isinstance(info, dict) else None
-    run.last_child = info if isinstance(info, dict) else {}
+    pane = info.get("tmux_pane")
+    run.last_child = info
     if not pane:
-        return str(info.get("error") if isinstance(info, dict) else info)
+        return str(info.get("error"))
     _wait_file(out, PROBE_TIMEOUT, lambda: run.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip() == "1")
     return run.screen(pane)
 
 
-def _check(checks: list, name: str, ok: bool, observed) -> bool:
+Check = dict[str, Any]
+
+
+def _check(checks: list[Check], name: str, ok: object, observed: object) -> bool:
+    """Record one check; `ok` is taken for its truth (a matched pattern, a non-empty list)."""
     checks.append({"check": name, "ok": bool(ok), "observed": observed})
-    return ok
+    return bool(ok)
 
 
 def _excerpt(text: str, lines: int = 14) -> list[str]:
-    return [l.rstrip() for l in text.splitlines() if l.strip()][:lines]
+    return [ln.rstrip() for ln in text.splitlines() if ln.strip()][:lines]
 
 
 def _parse(text: str) -> dict:
@@ -462,16 +479,16 @@ def _hashes(base: Path, rels) -> dict[str, str | None]:
 
 
 def certify_mode(run: Run, mode: str, resolved) -> dict:
-    d, checks = run.driver, []
-    exe_hint = os.path.basename(resolved["path"])
+    d = run.driver
+    checks: list[Check] = []
     name = f"cert-{mode[:4]}"
     own = tuple(str(run.home / p) for p in (".config/tmuxjail", ".local/state/tmuxjail", ".local/share/tmuxjail"))
     if mode == "verified":
-        appr = run.tj("approve", run.provider, "--yes", "--json")
+        appr = run.tj_json("approve", run.provider, "--yes", "--json")
         _check(checks, "approval created in the scratch store", bool(appr.get("id")),
                {"approval": appr.get("id"), "store": str(run.home / ".local/state/tmuxjail/store.db")})
     home_before = snapshot(run.home, exclude=own)
-    info = run.tj("start", run.provider, "--mode", mode, "--workspace", str(run.ws), "--name", name,
+    info = run.tj_json("start", run.provider, "--mode", mode, "--workspace", str(run.ws), "--name", name,
                   "--detach", "--json")
     if "error" in info:
         _check(checks, "starts in the jail", False, info["error"])
@@ -486,7 +503,7 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
     except (OSError, ValueError):
         comm = None  # the pane's process is gone already
     start_cmd = run.tmux("display-message", "-p", "-t", pane, "#{pane_start_command}")
-    _check(checks, "pane process is the jail", (comm == "bwrap" or comm is None and "tmuxjail.launch" in start_cmd)
+    _check(checks, "pane process is the jail", (comm == "bwrap" or (comm is None and "tmuxjail.launch" in start_cmd))
            and proc is not None,
            {"pane_process": comm or "exited (seen running under bwrap)", "cli": proc[0] if proc else None, "cwd": proc[1] if proc else None})
     if run.provider == "codex":
@@ -495,7 +512,7 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
     # the CLI's child process, and the local-service bypass attempts made from it
     out = run.ws / ".certify" / f"probe-{mode}.txt"
     windows_before = run.tmux("list-windows", "-a", "-F", "#{window_id}").split()
-    hits_before = [l.hits for l in run.listeners]
+    hits_before = [ln.hits for ln in run.listeners]
     nested = None
     if d.child == "keys":
         run.tmux("send-keys", "-t", pane, "-l", d.child_keys(str(run.probe), str(out)))
@@ -507,7 +524,7 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
         screen = _child(run, mode, probe_names[0], d.child_args(str(run.probe), str(out)), out, d.probe_env)
         if run.provider == "codex":
             nested = out.exists()
-            why = next((l for l in screen.splitlines() if "bwrap" in l), None)
+            why = next((ln for ln in screen.splitlines() if "bwrap" in ln), None)
             if not nested:
                 # Root in the jail has no CAP_SETFCAP, which Linux >= 5.12 requires to map uid 0
                 # into a nested user namespace: Codex's bwrap cannot start. Its child still runs
@@ -545,7 +562,7 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
                else "not ours to block in compatibility (the CLI's own sandbox confined its child)"),
                own_sandbox or (r.get("socket-path") == want and r.get("socket-abstract") == want),
                {"path": r.get("socket-path"), "abstract": r.get("socket-abstract"),
-                "host_side_connections": [l.hits - h for l, h in zip(run.listeners, hits_before)]})
+                "host_side_connections": [ln.hits - h for ln, h in zip(run.listeners, hits_before, strict=True)]})
         _check(checks, "child: host files " + ("hidden and read-only" if strict else "visible (compatibility)"),
                (r.get("home-canary") == "hidden" and r.get("outside-write") == "denied") if strict
                else r.get("home-canary") == "visible",
@@ -554,8 +571,8 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
                (run.provider == "codex"),  # inside codex's own read-only-by-default sandbox: informative
                r.get("state-dir"))
     windows_after = run.tmux("list-windows", "-a", "-F", "#{window_id}").split()
-    _check(checks, "no window was added to the tmux server", set(windows_after) <= set(windows_before) | set(
-        w for n in probe_names for w in run.tmux("list-windows", "-t", f"={n}", "-F", "#{window_id}").split()),
+    _check(checks, "no window was added to the tmux server", set(windows_after) <= set(windows_before) | {
+        w for n in probe_names for w in run.tmux("list-windows", "-t", f"={n}", "-F", "#{window_id}").split()},
         {"before": len(windows_before), "after": len(windows_after)})
     if run.provider == "claude-code":
         _quirk_claude(run, mode, checks, r)
@@ -567,13 +584,12 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
                {k: r.get(k) for k in ("install-sibling", "install-root", "local-bin")})
     if run.provider == "pi":
         _check(checks, "pi: PI_OFFLINE=1 reaches the CLI", r.get("env-PI_OFFLINE") == "1", r.get("env-PI_OFFLINE"))
-    child_sid = getattr(run, "last_child", {}).get("native_session_id")
+    child_sid = run.last_child.get("native_session_id")
     for n in probe_names:
         run.tj("stop", n, check=False)
 
     # where the state landed
-    priv = Path(info["private_home"]) if info.get("private_home") else None
-    state_base = priv if mode == "isolated" else run.home
+    state_base = Path(info["private_home"]) if mode == "isolated" else run.home
     tokens = _hashes(state_base, d.tokens(mode))
     _check(checks, "state written", all(tokens.values()),
            {"where": str(state_base / d.state_dir), "files": sorted(
@@ -584,7 +600,7 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
     if mode == "isolated":
         stray = moved
     elif mode == "verified":
-        pol = run.tj("show", name, "--json").get("policy") or {}
+        pol = run.tj_json("show", name, "--json").get("policy") or {}
         allowed = [os.path.relpath(p, run.home) for p in pol.get("host_write", ())]
         # the parent of an approved path changes when tmuxjail creates that path before the launch
         parents = {os.path.dirname(a) or "." for a in allowed}
@@ -610,9 +626,9 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
         _check(checks, "codex: no daemon copy in CODEX_HOME",
                not (state_base / ".codex/packages").exists(), str(state_base / ".codex/packages"))
     name2 = name + "-2"
-    info2 = run.tj("start", run.provider, "--mode", mode, "--workspace", str(run.ws), "--name", name2,
+    info2 = run.tj_json("start", run.provider, "--mode", mode, "--workspace", str(run.ws), "--name", name2,
                    "--detach", "--json")
-    pat2, text2 = run.wait_screen(info2.get("tmux_pane", ""))
+    pat2, _text2 = run.wait_screen(info2.get("tmux_pane", ""))
     tokens2 = _hashes(state_base, d.tokens(mode))
     _check(checks, "second run finds the earlier state", pat2 and tokens2 == tokens and all(tokens.values()),
            {"first_screen": pat2, "state_tokens": tokens2, "unchanged": tokens2 == tokens})
@@ -622,7 +638,7 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
     time.sleep(0.5)
     left = run.leftovers()
     _check(checks, "no process left after tmux kill-server", not left, left)
-    res = run.tj("resume", name2, "--detach", "--json")
+    res = run.tj_json("resume", name2, "--detach", "--json")
     pat3, text3 = run.wait_screen(res.get("tmux_pane", "")) if "error" not in res else (None, res["error"])
     proc3 = run.seen_process if pat3 else None
     tokens3 = _hashes(state_base, d.tokens(mode))
@@ -649,7 +665,7 @@ def _quirk_claude(run: Run, mode: str, checks: list, r: dict) -> None:
             _check(checks, "claude: IS_SANDBOX=1 as root in strict modes", (r.get("env-IS_SANDBOX") == "1") == strict,
                    r.get("env-IS_SANDBOX"))
     name = f"cert-{mode[:4]}-bypass"
-    info = run.tj("start", "claude-code", "--mode", mode, "--workspace", str(run.ws), "--name", name, "--detach",
+    info = run.tj_json("start", "claude-code", "--mode", mode, "--workspace", str(run.ws), "--name", name, "--detach",
                   "--json", "--", "--dangerously-skip-permissions")
     refusal = r"cannot be used with root/sudo privileges"
     pat, text = run.wait_screen(info.get("tmux_pane", ""), (refusal, *run.driver.first_screen))
@@ -669,7 +685,7 @@ def _claude_resume_probe(run: Run, mode: str, checks: list, sid: str | None) -> 
         return
     name = f"cert-{mode[:4]}-resume-p"
     # --resume with --session-id needs --fork-session: the fork proves the old id was found.
-    info = run.tj("start", "claude-code", "--mode", mode, "--workspace", str(run.ws), "--name", name, "--detach",
+    info = run.tj_json("start", "claude-code", "--mode", mode, "--workspace", str(run.ws), "--name", name, "--detach",
                   "--json", "--", "-p", "--resume", sid, "--fork-session", "again")
     pat, text = run.wait_screen(info.get("tmux_pane", ""), (r"Not logged in", r"No conversation found", r"Error"))
     _check(checks, "claude: `-p --resume <id>` finds the conversation inside the jail", pat == r"Not logged in",
@@ -679,7 +695,9 @@ def _claude_resume_probe(run: Run, mode: str, checks: list, sid: str | None) -> 
 
 def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, output: str | None = None,
                 env: dict | None = None) -> dict:
-    from . import __version__, config as config_mod, identity, paths as paths_mod, profiles
+    from . import __version__, identity, profiles
+    from . import config as config_mod
+    from . import paths as paths_mod
     from .adapters import get as get_adapter
 
     if provider not in DRIVERS:
@@ -713,6 +731,7 @@ def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, ou
         found = identity.find(profile.executables, path_env, cfg.executables.get(provider) and exe, provider)
         resolved = identity.resolve(adapter, found, path_env, None)
         ident = resolved.identity.model_dump(mode="json")
+        install_roots = list(resolved.install_roots)
         for mode in modes:
             try:
                 results.append(certify_mode(run, mode, ident))
@@ -722,21 +741,21 @@ def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, ou
             finally:
                 run.tmux("kill-server")
     except TmuxjailError as exc:
-        error, ident, resolved = exc.message, None, None
+        error, ident, install_roots = exc.message, None, []
     finally:
         run.tmux("kill-server")
         Path(run.tmux_sock_path).unlink(missing_ok=True)  # tmux leaves its socket file behind
-        for l in run.listeners:
-            l.close()
+        for ln in run.listeners:
+            ln.close()
         shutil.rmtree(run.host_dir, ignore_errors=True)
     real_after = snapshot(real_paths.home, content="state")
     real_changed = changed(real_before, real_after)
-    record = {
+    record: dict[str, Any] = {
         "provider": provider, "tmuxjail": __version__, "started_at": started,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cli_version": ident["version"] if ident else None,
         "executable": {"path": ident["path"], "sha256": ident["sha256"], "found": str(found),
-                       "extra": ident["extra"], "install_roots": list(resolved.install_roots)} if ident else None,
+                       "extra": ident["extra"], "install_roots": install_roots} if ident else None,
         "standin": standin,
         "profile": {"version": profile.profile_version, "hash": profile.hash,
                     "certification": profile.certification, "certified_versions": list(profile.certified_versions)},

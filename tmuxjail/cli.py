@@ -293,7 +293,7 @@ def run(argv: list[str]) -> int:
         return exc.code
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, the traceback in the log
         return _unexpected(exc, getattr(args, "verbose", False))
 
 
@@ -311,7 +311,7 @@ def _unexpected(exc: Exception, verbose: bool) -> int:
             err = damaged(paths.get().store, exc)
             print(f"tmuxjail: {err.message}\n  {err.hint}", file=sys.stderr)
             return err.code
-        except Exception:  # noqa: BLE001 - the error path must not raise
+        except Exception:  # noqa: BLE001, S110 - the error path must not raise
             pass
     if isinstance(exc, OSError) and exc.filename:
         print(f"tmuxjail: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
@@ -325,7 +325,7 @@ def _unexpected(exc: Exception, verbose: bool) -> int:
         log.setup(paths.get().log_file, False)
         log.warning("internal_error", error=repr(exc), traceback=trace)
         where = paths.get().log_file
-    except Exception:  # noqa: BLE001 - no usable log directory: stderr still gets the line
+    except Exception:  # noqa: BLE001, S110 - no usable log directory: stderr still gets the line
         pass
     if verbose:
         sys.stderr.write(trace)
@@ -496,10 +496,10 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             print(_policy_text(d["policy"] or {}))
         return 0
     if args.command == "approve":
-        row = _approve(ctx, args.provider, args.capability, args.yes, args.details, json_out)
-        if row is None:
+        approval = _approve(ctx, args.provider, args.capability, args.yes, args.details, json_out)
+        if approval is None:
             return 1
-        _print_json(row) if json_out else print(f"approved ({row['id']})")
+        _print_json(approval) if json_out else print(f"approved ({approval['id']})")
         return 0
     if args.command == "approvals":
         from . import approve
@@ -562,9 +562,8 @@ def _profiles(args, json_out: bool) -> int:
 
         get(args.provider)
         p = profiles.load(args.provider)
-        data = p.model_dump(mode="json")
         if json_out:
-            _print_json(data)
+            _print_json(p.model_dump(mode="json"))
             return 0
         print(f"{p.display_name}  (profile {p.provider} v{p.profile_version}, {p.certification})")
         for title, ids in (("always", p.baseline), ("optional", p.optional)):

@@ -6,8 +6,9 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, TmuxjailError
 
 MODES = ("compatibility", "isolated", "verified")
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
@@ -20,7 +21,7 @@ NETWORKS = ("none", "proxy", "host")  # narrowest first
 DEFAULT_NETWORK = "host"
 
 
-def check_network(value: object, where: str, error=ConfigError) -> str:
+def check_network(value: object, where: str, error: type[TmuxjailError] = ConfigError) -> str:
     """A network setting, or a one-line error (exit 2)."""
     if value not in NETWORKS:
         raise error(f"{where}: network must be host, proxy or none")
@@ -39,14 +40,14 @@ class Config:
     executables: dict[str, str] = field(default_factory=dict)
     accept_missing_guards: tuple[str, ...] = ()
     source: str = "(defaults)"
-    limits: dict = field(default_factory=dict)  # overrides of model.Limits, by field name
+    limits: dict[str, Any] = field(default_factory=dict)  # overrides of model.Limits, by field name
     # mode -> the network a session gets when the request names none, and the widest it may ask.
     network: dict[str, str] = field(default_factory=lambda: dict.fromkeys(MODES, DEFAULT_NETWORK))
     # [network.resolve]: (name, address, test_upstream), sorted; see _resolve_table.
     resolve: tuple[tuple[str, str, bool], ...] = ()
 
 
-def _limits(raw, source: str) -> dict:
+def _limits(raw: object, source: str) -> dict[str, Any]:
     """[limits] tmp/run/home = bytes or "16M"/"1G"; nproc = a count."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: limits: must be a table")
@@ -114,7 +115,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
     unknown = set(raw) - KEYS
     if unknown:
-        raise ConfigError(f"{source}: unknown key {sorted(unknown)[0]!r}")
+        raise ConfigError(f"{source}: unknown key {min(unknown)!r}")
     allowed = raw.get("allowed_modes", list(MODES))
     if not isinstance(allowed, list) or not allowed or any(m not in MODES for m in allowed):
         raise ConfigError(f"{source}: allowed_modes: must be a non-empty list of {', '.join(MODES)}")
@@ -143,7 +144,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
             raise ConfigError(f"{source}: providers.{name}: only 'executable' may be set")
         exe = body.get("executable")
         if exe is not None:
-            if not isinstance(exe, str) or not (exe.startswith("/") or exe.startswith("~/")):
+            if not isinstance(exe, str) or not (exe.startswith(("/", "~/"))):
                 raise ConfigError(f"{source}: providers.{name}.executable: must be an absolute path")
             executables[name] = exe
     limits = _limits(raw.get("limits", {}), source)

@@ -99,7 +99,7 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     add("legacy TIOCSTI", True, f"dev.tty.legacy_tiocsti={tiocsti}; blocked inside jails by seccomp"
         if tiocsti is not None else "not reported by this kernel", required=False)
     rt = env.get("XDG_RUNTIME_DIR")
-    add("XDG_RUNTIME_DIR", bool(rt) and os.path.isdir(rt), rt or "unset",
+    add("XDG_RUNTIME_DIR", bool(rt) and os.path.isdir(rt or ""), rt or "unset",
         'export XDG_RUNTIME_DIR=/run/user/$(id -u)   (log in through PAM/systemd, or create it 0700)',
         required=False)
     for name, detail in limit_checks():

@@ -21,7 +21,7 @@ RUNS = re.compile(r"""^(?:
   | (?:difftool|mergetool|man|browser|guitool)\..+\.(?:cmd|path)
   | remote\..+\.(?:uploadpack|receivepack) | tar\..+\.command | trailer\..+\.(?:command|cmd)
   | lfs\.customtransfer\..+\.path | lfs\.extension\..+\.(?:clean|smudge)
-)$""", re.X)
+)$""", re.VERBOSE)
 BANG = re.compile(r"^(?:alias\..+|submodule\..+\.update)$")  # a command only when it starts with "!"
 PAGER = re.compile(r"^pager\..+$")  # a command unless it is a boolean
 BOOLS = frozenset({"", "true", "false", "yes", "no", "on", "off", "1", "0"})
@@ -100,14 +100,14 @@ def _header(text: str, i: int) -> tuple[str | None, int]:
     if j >= n or text[j] != '"' or "." in name:
         return None, j
     j += 1
-    sub = []
+    quoted = []
     while j < n and text[j] not in '"\n':
         if text[j] == "\\" and j + 1 < n and text[j + 1] != "\n":
             j += 1
-        sub.append(text[j])
+        quoted.append(text[j])
         j += 1
     if j + 1 < n and text[j] == '"' and text[j + 1] == "]":
-        return f"{name.lower()}.{''.join(sub)}", j + 2
+        return f"{name.lower()}.{''.join(quoted)}", j + 2
     return None, j
 
 

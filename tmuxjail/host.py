@@ -321,6 +321,7 @@ def own_install() -> tuple[str, ...]:
     import sys
 
     import tmuxjail
+
     from .sandbox.bwrap import FIXED_PATHS
 
     candidates = [os.path.dirname(tmuxjail.__file__), sys.prefix, sys.executable,

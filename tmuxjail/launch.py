@@ -8,24 +8,29 @@ processing, ~30 ms) and -I (no cwd on sys.path, no PYTHON* variables), with the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
 
 from .canon import fingerprint
 
+TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
 EXIT_REFUSED = 3
 STUB = "import sys; sys.path[:0] = [{root!r}]; from tmuxjail.launch import main; main(sys.argv[1:])"
 EXIT_UNAVAILABLE = 5
 
 
-def die(message: str, code: int) -> "NoReturn":  # noqa: F821
+def die(message: str, code: int) -> NoReturn:
     sys.stderr.write(f"tmuxjail: {message}\n")
     sys.stderr.flush()
     raise SystemExit(code)
 
 
-def read_spec(path: str) -> dict:
+def read_spec(path: str) -> dict[str, Any]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
@@ -40,9 +45,12 @@ def read_spec(path: str) -> dict:
     with os.fdopen(fd, "rb") as f:
         data = f.read()
     try:
-        return json.loads(data)
+        spec = json.loads(data)
     except ValueError:
         die("launch spec is not valid JSON; refusing", EXIT_REFUSED)
+    if not isinstance(spec, dict):
+        die("launch spec is not a JSON object; refusing", EXIT_REFUSED)
+    return spec
 
 
 def stored_fingerprint(store: str, session_id: str) -> str | None:
@@ -92,7 +100,7 @@ def own_session_keyring() -> None:
             die(f"cannot give the jail its own session keyring: {os.strerror(err)}", EXIT_UNAVAILABLE)
 
 
-def root_process_limit(policy: dict, session_id: str) -> None:
+def root_process_limit(policy: dict[str, Any], session_id: str) -> None:
     """RLIMIT_NPROC means nothing to uid 0: a root-run jail gets a pids cgroup instead. A host
     without a pids controller was refused (or accepted by the operator) at start."""
     from .sandbox import pids
@@ -137,7 +145,7 @@ def main(argv: list[str]) -> None:
     own_session_keyring()
     if os.getuid() == 0:
         root_process_limit(policy, str(spec["session_id"]))
-    keep = (seccomp_fd(spec["machine"], policy.get("mode") != "compatibility"),
+    keep: tuple[int, ...] = (seccomp_fd(spec["machine"], policy.get("mode") != "compatibility"),
             os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
     if spec.get("landlock_scope"):
         from .sandbox import landlock
@@ -178,7 +186,7 @@ ARITY.update(dict.fromkeys((
     "--ro-bind-data", "--symlink", "--chmod", *BIND_FD), 2))
 
 
-def agent_roots(policy: dict) -> list[str]:
+def agent_roots(policy: dict[str, Any]) -> list[str]:
     return [*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
             *policy["host_read"], *filter(None, [policy.get("private_home")])]
 
@@ -187,7 +195,7 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def fd_binds(args: list[str], policy: dict) -> tuple[list[str], list[int]]:
+def fd_binds(args: list[str], policy: dict[str, Any]) -> tuple[list[str], list[int]]:
     roots = agent_roots(policy)
     out: list[str] = []
     fds: list[int] = []
@@ -256,17 +264,17 @@ def login_shell() -> str:
     return shell
 
 
-def cli_prefix(policy: dict) -> list[str]:
+def cli_prefix(policy: dict[str, Any]) -> list[str]:
     """How the policy's executable is started: its interpreter first, for scripts."""
     exe = policy["executable"]
     return [*[p for p, _ in exe["extra"]][:1], exe["path"]]
 
 
-def verify(spec: dict, policy: dict, spec_path: str) -> None:
+def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> None:
     """Everything this launcher executes must follow from the fingerprinted policy: the spec's
     argv, environment and side settings are not fingerprinted, and whoever could rewrite the spec
     would otherwise choose them. Compared before any fd conversion of the binds."""
-    def refuse(what: str) -> "NoReturn":  # noqa: F821
+    def refuse(what: str) -> NoReturn:
         die(f"the launch spec's {what} does not follow from this pane's policy (tampered); refusing",
             EXIT_REFUSED)
 
@@ -284,17 +292,18 @@ def verify(spec: dict, policy: dict, spec_path: str) -> None:
         if argv[0] not in FIXED_PATHS:
             refuse("bubblewrap path")
         try:
-            layout = HostLayout(**{k: tuple(v) if isinstance(v, list) else v
-                                   for k, v in spec["layout"].items()})
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                      for k, v in spec["layout"].items()}
+            layout = HostLayout(**fields)
             head = Bwrap(argv[0]).wrap(policy, [], layout)
         except (KeyError, TypeError, AttributeError, ValueError):
             refuse("host layout")
         if argv[:len(head)] != head:
             refuse("bubblewrap argv")
         cli = argv[len(head):]
-    if cli[:len(cli_prefix(policy))] != cli_prefix(policy):
-        if cli != [login_shell(), "-l"]:  # an extra pane of the session: your shell, same jail
-            refuse("executable")
+    # An extra pane of the session runs your login shell in the same jail.
+    if cli[:len(cli_prefix(policy))] != cli_prefix(policy) and cli != [login_shell(), "-l"]:
+        refuse("executable")
     env = spec.get("env")
     if not isinstance(env, dict):
         refuse("environment")
@@ -315,12 +324,12 @@ def verify(spec: dict, policy: dict, spec_path: str) -> None:
         refuse("status file")
 
 
-def exec_closing(argv: list[str], env: dict, keep) -> "NoReturn":  # noqa: F821
+def exec_closing(argv: list[str], env: dict[str, str], keep: tuple[int, ...]) -> NoReturn:
     """exec argv with only stdio and `keep` open: nothing else of ours leaks into the jail."""
     for fd in keep:
         os.set_inheritable(fd, True)
     bounds = [2, *sorted(keep), 65536]
-    for lo, hi in zip(bounds, bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         os.closerange(lo + 1, hi)
     try:
         os.execve(argv[0], argv, env)

@@ -251,7 +251,7 @@ def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str],
     body = [_cells(d, False, "", servers) for d in rows_]
 
     def total() -> int:
-        return sum(max(len(x) for x in col) for col in zip(cols, *body)) + 2 * (len(cols) - 1)
+        return sum(max(len(x) for x in col) for col in zip(cols, *body, strict=True)) + 2 * (len(cols) - 1)
 
     if width is None or total() <= width:
         return cols, body
@@ -288,19 +288,19 @@ def printable(v) -> str:
 def table(rows_: list[dict], color: bool = False, width: int | None = None, home: str = "") -> str:
     cols, body = _layout(rows_, width, home)
     body = [[printable(v) for v in r] for r in body]
-    widths = [max(len(str(x)) for x in col) for col in zip(cols, *body)]
+    widths = [max(len(str(x)) for x in col) for col in zip(cols, *body, strict=True)]
     coloured = {cols.index(c) for c in ("STATUS", "AGENT") if c in cols}
     lines = []
     for i, row in enumerate([list(cols), *body]):
         cells = []
-        for j, (v, w) in enumerate(zip(row, widths)):
+        for j, (v, w) in enumerate(zip(row, widths, strict=True)):
             text = str(v).ljust(w) if j < len(row) - 1 else str(v)
             if color and i == 0:
                 text = f"\x1b[1m{text}\x1b[0m"
             elif color and j in coloured:
                 key = str(v).split("!")[0].split("(")[0]
                 if key in COLORS:
-                    text = f"\x1b[{COLORS[key]}m{str(v)}\x1b[0m" + " " * (w - len(str(v)) if j < len(row) - 1 else 0)
+                    text = f"\x1b[{COLORS[key]}m{v!s}\x1b[0m" + " " * (w - len(str(v)) if j < len(row) - 1 else 0)
             cells.append(text)
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)

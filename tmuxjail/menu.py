@@ -168,7 +168,7 @@ def _jail_of(ctx, pane: str | None):
 def pane_directory(tmux, pane: str) -> str:
     """The directory of PANE as tmux sees it, read here when the item runs (never before)."""
     proc = tmux.run("display-message", "-p", "-t", pane, "#{pane_current_path}", check=False)
-    path = proc.stdout[:-1] if proc.stdout.endswith("\n") else proc.stdout
+    path = proc.stdout.removesuffix("\n")
     if proc.returncode != 0 or not os.path.isabs(path) or not os.path.isdir(path):
         raise UsageError(f"cannot read the directory of pane {pane}",
                          hint="start from a shell: tmuxjail start PROVIDER --workspace DIR")

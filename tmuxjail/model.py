@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import re
-from enum import Enum
-from typing import Literal
+from enum import StrEnum
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CAP_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     compatibility = "compatibility"
     isolated = "isolated"
     verified = "verified"
@@ -35,7 +43,7 @@ class PathGrant(_Frozen):
     @field_validator("path")
     @classmethod
     def _path_shape(cls, v: str) -> str:
-        if not (v.startswith("/") or v.startswith("~/")):
+        if not (v.startswith(("/", "~/"))):
             raise ValueError("must be absolute or start with ~/")
         if "\x00" in v or any(part == ".." for part in v.split("/")):
             raise ValueError("must not contain '..' or NUL")
@@ -93,6 +101,11 @@ class ExecutableIdentity(_Frozen):
     extra: tuple[tuple[str, str], ...] = ()
 
 
+# host: the host's network namespace; none: a namespace of its own with only its loopback;
+# proxy: a namespace of its own whose only way out is the session's egress proxy (netproxy).
+Network = Literal["host", "none", "proxy"]
+
+
 class Limits(_Frozen):
     """Resource limits of a jail (defaults here, overridable in the operator config)."""
 
@@ -127,9 +140,7 @@ class Policy(_Frozen):
     env_names: tuple[str, ...]
     env_set: tuple[tuple[str, str], ...]
     capabilities: tuple[str, ...]
-    # host: the host's network namespace; none: a namespace of its own with only its loopback;
-    # proxy: a namespace of its own whose only way out is the session's egress proxy (netproxy).
-    network: Literal["host", "none", "proxy"] = "host"
+    network: Network = "host"
     # proxy only: the domain patterns the proxy allows (netcheck.check_pattern; "*" = every public
     # destination), normalised and sorted.
     allow_domains: tuple[str, ...] = ()
@@ -146,15 +157,15 @@ class Policy(_Frozen):
         return check_patterns(v, "allow_domains")
 
     @model_validator(mode="after")
-    def _proxy_only(self) -> "Policy":
+    def _proxy_only(self) -> Policy:
         if self.network != "proxy" and (self.allow_domains or self.resolve):
             raise ValueError("allow_domains and resolve apply to network proxy only")
         return self
 
     @model_serializer(mode="wrap")
-    def _drop_empty(self, handler):
+    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Absent when empty: the fingerprints of host and none sessions stay what they were.
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         for key in ("allow_domains", "resolve"):
             if not data.get(key):
                 data.pop(key, None)

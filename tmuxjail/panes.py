@@ -18,6 +18,7 @@ import shlex
 import sys
 import time
 from collections import namedtuple
+from pathlib import Path
 
 from .errors import ResumeRefused, TmuxjailError, UsageError
 
@@ -155,11 +156,11 @@ def wait_jailed(tmux, pane: str, unguarded: bool) -> str | None:
         info = tmux.pane_option(pane, "pane_dead") + " " + tmux.pane_option(pane, "pane_pid")
         dead, _, pid = info.partition(" ")
         if dead == "1" or not pid:
-            lines = [l for l in tmux.capture(pane).splitlines() if l.strip()]
-            return next((l for l in reversed(lines) if "tmuxjail:" in l or "bwrap" in l),
+            lines = [ln for ln in tmux.capture(pane).splitlines() if ln.strip()]
+            return next((ln for ln in reversed(lines) if "tmuxjail:" in ln or "bwrap" in ln),
                         lines[-1] if lines else "the pane exited at once")
         try:
-            comm = open(f"/proc/{pid}/comm").read().strip()
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             comm = ""
         if comm == "bwrap" and jail_exec_started(int(pid)):
@@ -200,7 +201,7 @@ def run_pane(argv: list[str]) -> int:
         layout = sessions._host_layout(ctx, unguarded)
         sandbox_argv = sessions._sandbox_argv(ctx, pol, bwrap.find(), [login_shell(), "-l"], unguarded, layout)
         sessions._prepare_dirs(ctx, pol, get_adapter(row.provider))
-        spec, status = sessions._write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded, layout)
+        spec, _status = sessions._write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded, layout)
         _no_status_file(spec)
         if me:
             opts = sessions._options(row.id, pol, fp)

@@ -4,13 +4,19 @@ its fingerprint, and the reason codes that separate two policies. No I/O here.""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 from .canon import fingerprint as _fingerprint
 from .config import NETWORKS
 from .errors import NotApproved, UsageError
-from .model import Limits, Mode, Policy, Profile
+from .model import Limits, Mode, Network, Policy, Profile
 from .netcheck import check_patterns
+
+if TYPE_CHECKING:
+    from .adapters.base import Adapter
+    from .identity import Resolved
 
 STRICT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -72,13 +78,13 @@ class Facts:
     config_dir: str
     private_home: str  # where this provider/env's private home lives
     backend: str
-    executable: object  # identity.Resolved
+    executable: Resolved
     allowed_modes: tuple[str, ...]
     # Every `.git` found at start in the workspaces (directory, file or symlink), and the gitdir a
     # `.git` file names when it lies inside a workspace: host.git_guards().
     git_paths: tuple[str, ...] = ()
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
-    limits: dict = field(default_factory=dict)  # the operator's overrides of model.Limits
+    limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of model.Limits
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
     resolve: tuple[tuple[str, str, bool], ...] = ()  # the config's [network.resolve] (proxy only)
     # What the launcher runs outside every jail (tmuxjail's package, venv, interpreter, stdlib,
@@ -86,7 +92,7 @@ class Facts:
     own_install: tuple[str, ...] = ()
 
 
-def _network(req: Request, facts: Facts) -> str:
+def _network(req: Request, facts: Facts) -> Network:
     """The request may narrow the operator's network for this mode, never widen it."""
     want = req.network or facts.network
     if want not in NETWORKS:
@@ -96,10 +102,10 @@ def _network(req: Request, facts: Facts) -> str:
             f"network {want} is not allowed in {req.mode.value} mode by the operator config",
             hint=f"the config (or TMUXJAIL_NETWORK) allows {facts.network} there", data={"reason": "network"},
         )
-    return want
+    return cast("Network", want)  # one of NETWORKS: checked above
 
 
-def _allow_domains(req: Request, profile: Profile, caps, network: str) -> tuple[str, ...]:
+def _allow_domains(req: Request, profile: Profile, caps: Iterable[str], network: str) -> tuple[str, ...]:
     """What the proxy allows: every public destination, except in verified mode, where only the
     hosts the profile's capabilities in use declare; plus the request's own."""
     if network != "proxy":
@@ -123,7 +129,7 @@ SYSTEM_ROOTS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/l
                 "/sys", "/dev", "/run", "/opt", "/var/run")
 
 
-def _check_install_roots(roots, facts: Facts) -> None:
+def _check_install_roots(roots: Iterable[str], facts: Facts) -> None:
     """An install root is bound read-only into strict jails: one that holds the home or
     tmuxjail's own state would hand the jail your files (a stray ~/package.json made the
     whole home a CLI's package root)."""
@@ -172,8 +178,9 @@ def _expand(path: str, home: str) -> str:
     return home + path[1:] if path.startswith("~/") else path
 
 
-def _host_paths(caps, profile: Profile, facts: Facts) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    read, write = [], []
+def _host_paths(caps: Iterable[str], profile: Profile, facts: Facts) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    read: list[str] = []
+    write: list[str] = []
     for cid in caps:
         for grant in profile.capabilities[cid].paths:
             lexical = _expand(grant.path, facts.home)
@@ -191,7 +198,7 @@ def _host_paths(caps, profile: Profile, facts: Facts) -> tuple[tuple[str, ...], 
     return tuple(sorted(set(read) - set(write))), tuple(sorted(set(write)))
 
 
-def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
+def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> Policy:
     mode = req.mode
     if mode.value not in facts.allowed_modes:
         raise NotApproved(
@@ -274,15 +281,15 @@ def resolve(req: Request, profile: Profile, adapter, facts: Facts) -> Policy:
     )
 
 
-def as_data(policy: Policy) -> dict:
+def as_data(policy: Policy) -> dict[str, Any]:
     return policy.model_dump(mode="json")
 
 
-def fingerprint(policy: Policy | dict) -> str:
+def fingerprint(policy: Policy | dict[str, Any]) -> str:
     return _fingerprint(policy if isinstance(policy, dict) else as_data(policy))
 
 
-def diff(old: dict, new: dict) -> list[str]:
+def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Reason codes (DESIGN §2) for every field that differs, in a stable order."""
     codes = {REASONS.get(k, "backend") for k in set(old) | set(new) if old.get(k) != new.get(k)}
     order = ["mode", "profile", "executable", "capabilities", "workspace", "environment", "home",

@@ -9,6 +9,7 @@ import hashlib
 import tomllib
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from .errors import UsageError
 from .model import Capability, Profile
@@ -107,7 +108,7 @@ def digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def check(files: dict[str, bytes], recorded: dict[str, dict]) -> list[str]:
+def check(files: dict[str, bytes], recorded: dict[str, dict[str, Any]]) -> list[str]:
     """Pure: problems with the shipped profiles against the hash list kept in the repo. A file
     whose content changed while its version did not is the error this exists for."""
     problems = []
@@ -129,14 +130,15 @@ def shipped() -> dict[str, bytes]:
     return {f"{p}.toml": _read(f"{p}.toml") for p in available()} | {SHARED: _read(SHARED)}
 
 
-def hash_list(files: dict[str, bytes]) -> dict[str, dict]:
+def hash_list(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     return {name: {"version": version_of(name, data), "sha256": digest(data)} for name, data in sorted(files.items())}
 
 
-def recorded_hashes() -> dict[str, dict]:
+def recorded_hashes() -> dict[str, dict[str, Any]]:
     import json
 
     try:
-        return json.loads(_read(HASHES))
+        recorded: dict[str, dict[str, Any]] = json.loads(_read(HASHES))
     except UsageError:
         return {}
+    return recorded

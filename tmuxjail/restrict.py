@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
+from typing import Any
 
 from .errors import NotApproved, UsageError
 
 FIELDS = ("allowed_modes", "capabilities", "workspaces", "env_names")
 
 
-def parse(text: str, source: str) -> dict:
+def parse(text: str, source: str) -> dict[str, Any]:
     """TOML text -> a normalised restriction dict (lists sorted), or a one-line UsageError."""
     try:
         raw = tomllib.loads(text)
@@ -35,7 +37,7 @@ def parse(text: str, source: str) -> dict:
     return out
 
 
-def load(path: str) -> dict:
+def load(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -48,9 +50,9 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def apply(restriction: dict, *, source: str, home: str, allowed_modes: tuple[str, ...], mode: str,
+def apply(restriction: dict[str, Any], *, source: str, home: str, allowed_modes: tuple[str, ...], mode: str,
           optional_caps: tuple[str, ...], requested_caps: tuple[str, ...], workspaces: tuple[str, ...],
-          env_names: tuple[str, ...], realpath=os.path.realpath) -> tuple[tuple[str, ...], tuple[str, ...]]:
+          env_names: tuple[str, ...], realpath: Callable[[str], str] = os.path.realpath) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Check a request against a restriction. Returns (allowed modes, env names), both narrowed.
     Widening fields raise UsageError (exit 2); a request outside the narrowed policy raises
     NotApproved (exit 4)."""

@@ -11,13 +11,24 @@ import stat
 import sys
 import time
 from collections import namedtuple
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import log
 from . import paths as paths_mod
-from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, TmuxjailError, UsageError
+from .errors import (
+    ConfigError,
+    NotApproved,
+    ResumeRefused,
+    SandboxUnavailable,
+    TmuxjailError,
+    UsageError,
+)
 from .tmux import Tmux, check_name
+
+if TYPE_CHECKING:
+    from .store import Store
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 READY_TIMEOUT = 10.0
@@ -35,10 +46,10 @@ class Context:
         self.tmux = tmux
         self.env = dict(os.environ) if env is None else env
         self.paths = paths or paths_mod.get()
-        self._store = None
+        self._store: Store | None = None
 
     @property
-    def store(self):
+    def store(self) -> Store:
         if self._store is None:
             from .store import Store
 
@@ -50,7 +61,7 @@ class Context:
 
         return self._store or Store(self.paths.store, readonly=True)
 
-    def on(self, tmux: Tmux) -> "Context":
+    def on(self, tmux: Tmux) -> Context:
         """The same caller, against another tmux server."""
         if tmux is self.tmux:
             return self
@@ -303,10 +314,8 @@ def discard_spec(*files) -> None:
     """A spec holds credential values: it must not outlive a launch that did not happen."""
     for f in files:
         if f is not None:
-            try:
+            with suppress(OSError):
                 os.unlink(f)
-            except OSError:
-                pass
 
 
 @contextmanager
@@ -387,8 +396,10 @@ def _prepare_dirs(ctx: Context, pol: dict, adapter) -> None:
             roots = [w for w in pol["host_write"] if p == w or p.startswith(w.rstrip("/") + "/")]
             if roots:
                 paths_mod.make_dirs_beneath(os.path.dirname(min(roots, key=len)), p)
-        if hasattr(adapter, "shared_config"):
-            _seed_shared_config(*adapter.shared_config(pol["home"]), pol["host_write"])
+        shared = adapter.shared_config(pol["home"])
+        if shared:
+            host_file, shared_file = shared
+            _seed_shared_config(host_file, shared_file, pol["host_write"])
     if pol["private_home"]:
         home = paths_mod.ensure_private_dir(Path(pol["private_home"]))
         for rel in adapter.home_dirs:
@@ -446,8 +457,8 @@ def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str |
             err = (probe.stderr.strip().splitlines() or ["the pane is gone"])[-1]
             return f"{PANE_GONE} ({err})"
         if probe.stdout.strip() == "1":
-            lines = [l for l in ctx.tmux.capture(pane).splitlines() if l.strip()]
-            reason = next((l for l in reversed(lines) if "bwrap" in l or "tmuxjail:" in l), None)
+            lines = [ln for ln in ctx.tmux.capture(pane).splitlines() if ln.strip()]
+            reason = next((ln for ln in reversed(lines) if "bwrap" in ln or "tmuxjail:" in ln), None)
             return reason or (lines[-1] if lines else "the jail exited at once")
         if unguarded and time.monotonic() > deadline - READY_TIMEOUT + 0.3:
             return None
@@ -476,7 +487,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     if opts.name is not None:
         check_name(opts.name)
     workspaces = _canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
-    req, pol, fp, adapter, resolved, backend, unguarded, approval = _resolve(
+    _req, pol, fp, adapter, resolved, backend, unguarded, approval = _resolve(
         ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
         gate=not opts.dry_run, network=opts.network)  # a dry run shows what would need approving
     native_id = adapter.new_native_id()
@@ -487,9 +498,9 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     if opts.backend == "seatbelt" and not opts.dry_run:
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
     if opts.dry_run:
-        spec = ctx.paths.spool / "<session-id>-<token>.json"
+        example = ctx.paths.spool / "<session-id>-<token>.json"
         out = {"dry_run": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
-               "policy": pol, "pane_command": _pane_argv(ctx, fp, spec), "sandbox_argv": sandbox_argv,
+               "policy": pol, "pane_command": _pane_argv(ctx, fp, example), "sandbox_argv": sandbox_argv,
                "env_names": sorted(_jail_env(ctx, pol)),
                "host_layout": _layout_data(layout)}
         if pol["mode"] == "verified":
@@ -532,7 +543,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         private_home=pol["private_home"], tmux_socket=ctx.tmux.socket,
         tmux_session=place.session if place else name, approval_id=approval["id"] if approval else None,
     )
-    spec = status = None
+    spec: Path | None = None
+    status: Path | None = None
     try:
         _prepare_dirs(ctx, pol, adapter)
         from . import audit
@@ -563,10 +575,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
 def _after_launch(ctx, sid, name, pane, status, unguarded, kind, pol, fp, detach) -> dict:
     store = ctx.store
     failure = _wait_ready(ctx, pane, status, unguarded)
-    try:
+    with suppress(FileNotFoundError):
         status.unlink()
-    except FileNotFoundError:
-        pass
     if failure:
         store.update_session(sid, status="failed", failure=failure)
         store.event(f"{kind}-failed", sid, reason=failure)
@@ -637,9 +647,9 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         raise _refuse(row, reasons,
                       f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
                       f"inspect with `tmuxjail show {name}`, then start a new session")
-    panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
-    jail = [p for p in panes if _is_jail_pane(p, row)]
-    if panes and not jail:
+    in_session = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
+    jail = [p for p in in_session if _is_jail_pane(p, row)]
+    if in_session and not jail:
         raise _refuse(row, ["tampered"], f"{name}: the tmux session has no pane with this jail's fingerprint",
                       f"stop it with `tmuxjail stop {name}` and start a new one")
     for p in jail:

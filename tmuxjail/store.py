@@ -8,8 +8,8 @@ import os
 import sqlite3
 import time
 import uuid
-from collections import namedtuple
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from .errors import TmuxjailError, UsageError
 
@@ -93,7 +93,7 @@ def move_aside(path: Path) -> dict:
                 have = {r[1] for r in new.db.execute(f"PRAGMA table_info({table})")}
                 cols = [c for c in names if c in have]
                 for r in cur:
-                    row = dict(zip(names, r))
+                    row = dict(zip(names, r, strict=True))
                     try:
                         new.db.execute(f"INSERT OR IGNORE INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
                                        [row[c] for c in cols])
@@ -109,27 +109,44 @@ def move_aside(path: Path) -> dict:
     return {"moved_to": str(aside), "kept": kept}
 
 
-COLUMNS = (
-    "id", "name", "provider", "mode", "env_name", "workspace", "fingerprint", "policy", "request",
-    "status", "failure", "native_id", "private_home", "tmux_socket", "tmux_session", "tmux_pane",
-    "approval_id", "created_at", "updated_at",
-)
-
-
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class SessionRow(namedtuple("_SessionRow", COLUMNS, defaults=(None,) * len(COLUMNS))):
-    __slots__ = ()
+class SessionRow(NamedTuple):
+    """One row of the sessions table, in its column order (NULL columns may be None)."""
+
+    id: str
+    name: str
+    provider: str
+    mode: str
+    env_name: str
+    workspace: str
+    fingerprint: str | None
+    policy: str | None
+    request: str
+    status: str
+    failure: str | None
+    native_id: str | None
+    private_home: str | None
+    tmux_socket: str | None
+    tmux_session: str  # set when the row is made (NULL only in the schema)
+    tmux_pane: str | None
+    approval_id: str | None
+    created_at: str
+    updated_at: str
 
     @property
-    def policy_data(self) -> dict | None:
+    def policy_data(self) -> dict[str, Any] | None:
         return json.loads(self.policy) if self.policy else None
 
     @property
-    def request_data(self) -> dict:
-        return json.loads(self.request)
+    def request_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.request)
+        return data
+
+
+COLUMNS = SessionRow._fields
 
 
 class Store:
@@ -155,7 +172,7 @@ class Store:
                     self.db.execute(f"ALTER TABLE sessions ADD COLUMN {col} TEXT")
             missing = TABLES - {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if missing and (not readonly or path.exists()):
-                raise sqlite3.DatabaseError(f"not tmuxjail's store (no table {sorted(missing)[0]})")
+                raise sqlite3.DatabaseError(f"not tmuxjail's store (no table {min(missing)})")
         except sqlite3.DatabaseError as exc:
             raise damaged(path, exc) from None
         self.db.row_factory = sqlite3.Row
@@ -164,8 +181,8 @@ class Store:
         self.db.close()
 
     # sessions -----------------------------------------------------------------------------
-    def insert_session(self, **fields) -> SessionRow:
-        row = {c: None for c in COLUMNS}
+    def insert_session(self, **fields: Any) -> SessionRow:
+        row: dict[str, Any] = dict.fromkeys(COLUMNS)
         row.update(fields)
         row["id"] = row["id"] or str(uuid.uuid4())
         row["created_at"] = row["updated_at"] = now()
@@ -215,9 +232,9 @@ class Store:
         )
 
     def events(self, session_id: str | None = None) -> list[dict]:
-        q, args = "SELECT * FROM events", ()
+        q, args = "SELECT * FROM events", []
         if session_id:
-            q, args = q + " WHERE session_id=?", (session_id,)
+            q, args = q + " WHERE session_id=?", [session_id]
         return [dict(r) for r in self.db.execute(q + " ORDER BY id", args)]
 
     # identity cache (identity.DigestCache) ----------------------------------------------------

@@ -14,6 +14,7 @@ import secrets
 import shutil
 import subprocess
 from collections import namedtuple
+from collections.abc import Mapping
 
 from .errors import TmuxjailError, UsageError
 
@@ -74,7 +75,7 @@ Pane = namedtuple("Pane", "session_name window_id pane_id pane_pid pane_dead pan
 
 class Tmux:
     def __init__(self, socket_name: str | None = None, socket_path: str | None = None,
-                 env: dict | None = None):
+                 env: Mapping[str, str] | None = None):
         env = os.environ if env is None else env
         self.binary = shutil.which("tmux")
         # A server that tmuxjail starts inherits this environment as its global one, visible to
@@ -96,7 +97,7 @@ class Tmux:
             self.socket = default_socket(socket_name or "default", env)
 
     @classmethod
-    def at(cls, socket: str, env: dict | None = None) -> "Tmux":
+    def at(cls, socket: str, env: Mapping[str, str] | None = None) -> Tmux:
         """The server whose socket is at this path: as -L when tmux would put it there itself
         (so tmux may recreate its directory), else as -S."""
         env = os.environ if env is None else env
@@ -238,7 +239,7 @@ class Tmux:
         if not self.binary or not os.path.exists(self.socket):
             return []
         sep, end = _marks()
-        fmt = sep.join("#{%s}" % f for f in PANE_FIELDS) + end
+        fmt = sep.join(f"#{{{f}}}" for f in PANE_FIELDS) + end
         proc = self.run("list-panes", "-a", "-F", fmt, check=False)
         if proc.returncode != 0:
             return []

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from test_escapes import Jail, world  # noqa: F401  (world is a fixture)
+from test_escapes import Jail
 
 pytestmark = pytest.mark.adversarial
 

@@ -12,12 +12,11 @@ import os
 import re
 import sqlite3
 import stat
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from test_escapes import ALL, STRICT, Jail, furnish, world  # noqa: F401  (world is a fixture)
+from test_escapes import ALL, STRICT, Jail
 
 pytestmark = pytest.mark.adversarial
 FINDINGS = 6
@@ -245,7 +244,7 @@ def test_hook_command_quotes_the_interpreter_for_tmux_and_the_shell():
     sid = "0123abcd-0000-4000-8000-0123456789ab"
     cmd = audit.hook_command(sid)
     assert cmd.startswith('run-shell -b "exec ') and cmd.endswith('>/dev/null 2>&1"') and sid in cmd
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a session id"):
         audit.hook_command("x; run-shell 'id'")
 
 

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from test_escapes import Jail, furnish
+from conftest import furnish
+from test_escapes import Jail
 
 pytestmark = pytest.mark.adversarial
 
@@ -58,7 +58,6 @@ def test_first_run_socket_dir_is_masked(jail_env, tmp_path):
 
 def test_socket_dir_symlink_is_not_followed(jail_env, tmp_path):
     """A symlink planted where tmux's dir would be is neither followed nor created through."""
-    env = jail_env
     tmpdir, elsewhere = tmp_path / "tt", tmp_path / "elsewhere"
     tmpdir.mkdir()
     elsewhere.mkdir()

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import subprocess
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -78,29 +76,6 @@ def _wait_for(pred, timeout=10.0) -> bool:
     return bool(pred())
 
 
-@pytest.fixture
-def world(jail_env):
-    return furnish(jail_env)
-
-
-def furnish(env):
-    """Things outside the jail that an attack would want, and a way to see they are unchanged."""
-    (env.home / ".ssh").mkdir()
-    (env.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
-    sentinel = env.outside / "sentinel"
-    sentinel.write_text("untouched")
-    env.run("approve", "shell", "--yes", check=True)  # verified mode runs only what a human approved
-    env.sentinel = sentinel
-
-    def unchanged():
-        assert sentinel.read_text() == "untouched"
-        assert (env.home / ".ssh" / "id_ed25519").read_text() == "PRIVATE KEY"
-        sessions = sorted(env.tmux("ls", "-F", "#{session_name}").split())
-        assert sessions == ["j"], sessions
-        n = sqlite3.connect(env.store).execute("SELECT count(*) FROM sessions").fetchone()[0]
-        assert n == 1
-    env.unchanged = unchanged
-    return env
 
 
 @pytest.mark.parametrize("mode", ALL)

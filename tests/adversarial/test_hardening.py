@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Env, have_jail
-from test_escapes import ALL, STRICT, Jail, _wait_for, furnish, running, unique_naps, world  # noqa: F401
+from conftest import Env, furnish, have_jail
+from test_escapes import ALL, STRICT, Jail, _wait_for, running, unique_naps
 
 pytestmark = pytest.mark.adversarial
 SYS_IOCTL = {"x86_64": 16, "aarch64": 29}.get(platform.machine(), 16)
@@ -49,8 +49,8 @@ def test_host_process_cannot_be_traced_read_or_signalled(world, mode):
     env = world
     victim = subprocess.Popen(["sleep", "600"], env=env.environ(SECRET_IN_ENV="host-secret"))
     try:
-        region = next(l.split()[0] for l in Path(f"/proc/{victim.pid}/maps").read_text().splitlines()
-                      if l.split()[1].startswith("r"))
+        region = next(ln.split()[0] for ln in Path(f"/proc/{victim.pid}/maps").read_text().splitlines()
+                      if ln.split()[1].startswith("r"))
         addr = int(region.split("-")[0], 16)
         jail = Jail(env, mode)
         out = jail.sh(f"""
@@ -348,12 +348,12 @@ def test_every_jailed_pane_has_passthrough_off_and_stays_dead(world):
         panes[how] = json.loads(proc.stdout)["tmux_pane"]
     for how, pane in panes.items():
         pid = int(env.tmux("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
-        assert _wait(lambda: _jailed(pid), 15), how
+        assert _wait(lambda pid=pid: _jailed(pid), 15), how
         assert env.tmux("display-message", "-p", "-t", pane, "#{allow-passthrough}").strip() in ("0", "off"), how
-    for how, pane in panes.items():
+    for pane in panes.values():
         env.tmux("send-keys", "-t", pane, "exit", "Enter")
     for how, pane in panes.items():
-        assert _wait(lambda: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}", check=False).strip() == "1"), \
+        assert _wait(lambda pane=pane: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}", check=False).strip() == "1"), \
             f"{how}: the pane closed instead of staying dead"
     assert env.tmux("display-message", "-p", "-t", mine, "#{allow-passthrough}").strip() in ("1", "on")  # the user's own
 

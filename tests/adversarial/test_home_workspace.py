@@ -5,8 +5,8 @@ keep refusing a workspace that contains the home, with a hint."""
 from __future__ import annotations
 
 import pytest
-
-from test_escapes import Jail, furnish
+from conftest import furnish
+from test_escapes import Jail
 
 pytestmark = pytest.mark.adversarial
 

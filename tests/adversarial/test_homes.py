@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_escapes import Jail, world  # noqa: F401  (world is a fixture)
+from test_escapes import Jail
 
 pytestmark = pytest.mark.adversarial
 

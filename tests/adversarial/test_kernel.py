@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_escapes import ALL, STRICT, Jail, world  # noqa: F401  (world is a fixture)
+from test_escapes import ALL, STRICT, Jail
 
 pytestmark = pytest.mark.adversarial
 MACHINE = platform.machine()

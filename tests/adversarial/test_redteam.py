@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_escapes import STRICT, Jail, furnish, world  # noqa: F401  (world is a fixture)
+from test_escapes import STRICT, Jail
 from test_seams import _repo
 
 pytestmark = pytest.mark.adversarial

@@ -9,11 +9,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from test_escapes import STRICT, Jail, furnish, world  # noqa: F401  (world is a fixture)
+from test_escapes import STRICT, Jail
 
 pytestmark = pytest.mark.adversarial
 

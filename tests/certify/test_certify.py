@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import have_jail
 
 REPO = Path(__file__).resolve().parents[2]

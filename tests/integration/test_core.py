@@ -11,7 +11,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import descendants, process_chain
 
 pytestmark = pytest.mark.integration

@@ -206,7 +206,7 @@ def test_the_error_path_never_raises_and_logs_the_traceback(jail_env):
     proc = env.run("show", "a", "-v")
     assert proc.returncode == 1 and "internal error: JSONDecodeError" in proc.stderr
     assert "Traceback (most recent call last)" in proc.stderr  # -v: the full traceback
-    logged = [json.loads(l) for l in (env.state_dir / "tmuxjail.log").read_text().splitlines()]
+    logged = [json.loads(ln) for ln in (env.state_dir / "tmuxjail.log").read_text().splitlines()]
     assert any("Traceback" in e.get("traceback", "") for e in logged if e["event"] == "internal_error")
     (env.state_dir / "tmuxjail.log").unlink()
     (env.state_dir / "tmuxjail.log").mkdir()  # the log cannot be opened now

@@ -8,8 +8,8 @@ import os
 import platform
 import shlex
 import socket
-import struct
 import sqlite3
+import struct
 import subprocess
 import sys
 import time

@@ -107,7 +107,7 @@ def test_stale_specs_are_swept_at_the_next_start(jail_env):
     spool = env.state_dir / "spool"
     spool.mkdir(parents=True, mode=0o700)
     stale = spool / "0123-dead.json"
-    stale.write_text('{"env": {"OPENAI_API_KEY": "%s"}}' % SECRET)
+    stale.write_text(f'{{"env": {{"OPENAI_API_KEY": "{SECRET}"}}}}')
     old = time.time() - 3600
     os.utime(stale, (old, old))
     fresh = spool / "4567-live.json"  # a concurrent start's spec, not yet read: kept

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import descendants, process_chain
 
 pytestmark = pytest.mark.integration
@@ -97,7 +96,7 @@ def test_keyboard_start_menu_then_split_stays_in_the_jail(ui):
     home_pane = env.tmux("display-message", "-p", "-t", "=home:", "#{pane_id}").strip()
     term.send("C-b", "J", "s")
     screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None, what="the start menu")
-    line = next(l for l in screen.splitlines() if re.search(r"shell\s+isolated", l))
+    line = next(ln for ln in screen.splitlines() if re.search(r"shell\s+isolated", ln))
     key = re.search(r"\((\w)\)", line).group(1)
     assert re.search(r"codex\s+compatibility \(default\)", screen)
     term.send(key)
@@ -130,7 +129,7 @@ def test_keyboard_start_menu_then_split_stays_in_the_jail(ui):
     term.send("C-b", "J", "l")
     wait(lambda: "tmuxjail list" in term.screen() and "FINGERPRINT" in term.screen(), what="the list popup")
     term.send("Escape")
-    wait(lambda: "FINGERPRINT" not in term.screen(), what=f"the popup to close", timeout=5)
+    wait(lambda: "FINGERPRINT" not in term.screen(), what="the popup to close", timeout=5)
 
     # Bindings for jailed panes do nothing elsewhere.
     env.tmux("switch-client", "-c", term.client, "-t", "=home:")
@@ -216,7 +215,7 @@ def test_list_formats_and_colour(jail_env):
     env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "a", "--detach")
     env.tmux("split-window", "-d", "-t", "=a:", "sleep 300")
     rows = env.json("list")
-    nd = [json.loads(l) for l in env.run("list", "--ndjson", check=True).stdout.splitlines()]
+    nd = [json.loads(ln) for ln in env.run("list", "--ndjson", check=True).stdout.splitlines()]
     assert nd == rows and [r["status"] for r in rows] == ["running", "unjailed"]
     assert "\x1b[" not in env.run("list", check=True).stdout  # not a terminal: auto is off
     coloured = env.run("list", "--color", "always", check=True).stdout
@@ -254,7 +253,7 @@ def test_start_here_and_split_join_the_current_session(jail_env):
     assert env.tmux("list-panes", "-t", mine, "-F", "#{pane_id}").split() == [mine, split["tmux_pane"]]
     for info in (here, split):
         pid = int(env.tmux("display-message", "-p", "-t", info["tmux_pane"], "#{pane_pid}").strip())
-        wait(lambda: in_bwrap(pid), what="the jail")
+        wait(lambda pid=pid: in_bwrap(pid), what="the jail")
     # The session is the user's: its own panes stay ordinary, in list and in the status line.
     assert env.tmux("show-options", "-t", "=mine", "-v", "-q", "@tmuxjail_id").strip() == ""
     assert env.tmux("display-message", "-p", "-t", mine, "#{@tmuxjail_id}").strip() == ""
@@ -309,7 +308,7 @@ def test_menu_print_follows_profiles_and_allowed_modes(env):
     assert argv[:4] == ["tmux", "-S", argv[2], "display-menu"]
     labels = [a for a in argv if re.match(r"^-?(codex|claude-code|cursor|pi|shell)\s", a)]
     assert "codex        isolated (default)" in labels and "shell        verified" in labels
-    assert not [l for l in labels if "compatibility" in l]
+    assert not [ln for ln in labels if "compatibility" in ln]
     assert "-pi           isolated (default)   not installed" in labels  # shown, disabled
     item = argv[argv.index("codex        isolated (default)") + 2]
     # Ids only: the item reads the pane's directory itself when it runs.
@@ -319,7 +318,7 @@ def test_menu_print_follows_profiles_and_allowed_modes(env):
     # The key table guards: the file loads on this tmux, and binds nothing outside its table but the entry key.
     keys = env.tmux("source-file", str(CONF)) or env.tmux("list-keys")
     assert "switch-client -T tmuxjail" in keys
-    assert len([l for l in keys.splitlines() if "-T tmuxjail " in l]) == 7
+    assert len([ln for ln in keys.splitlines() if "-T tmuxjail " in ln]) == 7
 
 
 # -- hostile names: nothing a pane or a jail writes reaches a tmux command --------------------
@@ -364,7 +363,7 @@ def _hostile(tag: str) -> str:
 
 
 def _key_of(screen: str, pattern: str) -> str:
-    line = next(l for l in screen.splitlines() if re.search(pattern, l))
+    line = next(ln for ln in screen.splitlines() if re.search(pattern, ln))
     return re.search(r"\((\w)\)", line).group(1)
 
 
@@ -433,8 +432,8 @@ def test_keys_pass_ids_only_with_hostile_names_from_a_jail(ui):
     term.send(_key_of(screen, r"shell\s+isolated"))
     try:
         new = wait(lambda: pwned() or fresh({"j", first["name"]}), what="the new session", timeout=30)
-    except AssertionError:
-        raise AssertionError(term.screen() + env.run("list", "--all").stdout + str(list(env.state_dir.iterdir())))
+    except AssertionError as exc:
+        raise AssertionError(term.screen() + env.run("list", "--all").stdout + str(list(env.state_dir.iterdir()))) from exc
     time.sleep(0.5)
     assert pwned() == []
     new = wait(lambda: (r := names().get(new["name"])) and r["status"] == "running" and r, what="running")
@@ -483,7 +482,7 @@ def test_start_menu_when_the_first_provider_is_not_installed(ui):
     screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None,
                   what=f"the start menu: {term.screen()}")
     assert re.search(r"claude-code\s+isolated\s+not installed", screen)
-    assert "(1)" in next(l for l in screen.splitlines() if re.search(r"codex\s+compatibility", l))
+    assert "(1)" in next(ln for ln in screen.splitlines() if re.search(r"codex\s+compatibility", ln))
 
 
 def test_keys_work_when_tmux_path_lacks_tmuxjail(env):
@@ -519,7 +518,8 @@ def test_start_inside_tmux_with_no_attached_client_exits_0(jail_env):
         env.tmux("send-keys", "-t", "=box:0.0",
                  f"{sys.executable} -P -m tmuxjail start shell --mode isolated --name n{i} {extra}; echo $? > {out}{i}",
                  "Enter")
-        wait(lambda: Path(f"{out}{i}").exists() and Path(f"{out}{i}").read_text().strip(), what="the start")
+        done = Path(f"{out}{i}")
+        wait(lambda done=done: done.exists() and done.read_text().strip(), what="the start")
         assert Path(f"{out}{i}").read_text().strip() == "0", env.tmux("capture-pane", "-p", "-t", "=box:0.0")
     screen = env.tmux("capture-pane", "-p", "-J", "-t", "=box:0.0")
     assert "no attached tmux client to switch; attach with:" in screen and "attach -t =n0" in screen

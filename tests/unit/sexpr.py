@@ -211,7 +211,7 @@ class Profile:
             return self._value(f[1]) in req.extensions
         if path is None:
             return False
-        if kind in ("subpath",):
+        if kind == "subpath":
             return _under(path, self._value(f[1]))
         if kind in ("literal", "path-literal"):
             return path == self._value(f[1])

@@ -38,7 +38,7 @@ def test_binds_under_a_writable_root_become_fds_of_the_same_objects(tmp_path):
         kinds = [(out[i], out[i + 2]) for i in range(3, 3 + 3 * 3, 3)]
         assert kinds == [("--bind-fd", str(ws)), ("--bind-fd", f"{ws}/a"), ("--ro-bind-fd", f"{ws}/a/.git")]
         assert f"{ws}/missing" not in out  # -try, missing: no bind
-        for fd, path in zip(fds, (ws, ws / "a", ws / "a" / ".git")):
+        for fd, path in zip(fds, (ws, ws / "a", ws / "a" / ".git"), strict=True):
             assert os.fstat(fd).st_ino == os.stat(path).st_ino
     finally:
         _close(fds)

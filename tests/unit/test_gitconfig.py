@@ -43,7 +43,7 @@ def test_parser_agrees_with_git(tmp_path, text):
 
 
 def test_what_git_refuses_is_reported_not_skipped():
-    entries, bad = gitconfig.parse("[core\nfsmonitor = x\n[core]\n\tpager = \"open\n[ok]\nk = \\q\n")
+    _entries, bad = gitconfig.parse("[core\nfsmonitor = x\n[core]\n\tpager = \"open\n[ok]\nk = \\q\n")
     assert bad == [1, 2, 4, 6]
 
 

@@ -20,16 +20,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-import sexpr  # noqa: E402
-from sexpr import Request  # noqa: E402
+import contextlib
 
-from tmuxjail import identity, policy, profiles  # noqa: E402
-from tmuxjail.adapters import get as get_adapter  # noqa: E402
-from tmuxjail.model import ExecutableIdentity, Mode  # noqa: E402
-from tmuxjail.paths import APP, Paths  # noqa: E402
-from tmuxjail.sandbox import HostLayout  # noqa: E402
-from tmuxjail.sandbox import seatbelt  # noqa: E402
-from tmuxjail.sandbox.seatbelt import SANDBOX_EXEC, Seatbelt, env_overrides, profile, spellings  # noqa: E402
+import sexpr
+from sexpr import Request
+
+from tmuxjail import identity, policy, profiles
+from tmuxjail.adapters import get as get_adapter
+from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.paths import APP, Paths
+from tmuxjail.sandbox import (
+    HostLayout,
+    seatbelt,
+)
+from tmuxjail.sandbox.seatbelt import SANDBOX_EXEC, Seatbelt, env_overrides, profile, spellings
 
 GOLDEN = Path(__file__).parent / "golden"
 HOME = "/Users/alice"
@@ -217,7 +221,7 @@ def test_evaluator_filters_we_emit():
 
 def test_goldens_come_from_the_real_macos_layout():
     assert DIRS.config_dir == DIRS.state_dir == DIRS.data_dir
-    assert SUPPORT == f"{HOME}/Library/Application Support/tmuxjail"
+    assert f"{HOME}/Library/Application Support/tmuxjail" == SUPPORT
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -271,7 +275,7 @@ def test_profile_structure(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_path_in_profile_text(name):
-    pol, text, params = build(name)
+    _pol, text, params = build(name)
     for value in params.values():
         if value.startswith(HOME):
             assert value not in text
@@ -307,7 +311,7 @@ def probes(pol: dict) -> list[Request]:
              STORE, SPOOL + "/x.json", f"{HOMES}/other/default/x", SUPPORT.lower() + "/store.db",
              "/System/Volumes/Data" + STORE]
     paths += [p for h in pol["hidden"] for p in (h, f"{h}/store.db", f"{h}/homes/other/default/x")]
-    paths += [p for p in pol["protected"]]
+    paths += list(pol["protected"])
     if pol["private_home"]:
         paths += [pol["private_home"], f"{pol['private_home']}/.codex/auth.json"]
     paths += [*pol["host_read"], *pol["host_write"]]
@@ -320,7 +324,7 @@ def probes(pol: dict) -> list[Request]:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_file_or_socket_decision_depends_on_rule_precedence(name):
-    pol, text, params = build(name)
+    pol, _text, _params = build(name)
     for p in (pol, git_model(pol)):
         prof = evaluator(p)
         for req in probes(p):
@@ -513,7 +517,7 @@ def test_item7_strict_no_services_no_foreign_preferences(name):
 
 
 def test_item7_keychain_capability_is_the_login_keychain_file_only():
-    pol, text, params = build("verified_keychain")
+    _pol, text, params = build("verified_keychain")
     prof = sexpr.Profile(text, params)
     kc = f"{HOME}/Library/Keychains"
     allowed(prof, R("file-read-data", path=f"{kc}/login.keychain-db"), R("file-write-data", path=f"{kc}/login.keychain-db"),
@@ -805,10 +809,8 @@ def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode
 @settings(max_examples=50, deadline=None)
 @given(text=st.text(max_size=200))
 def test_reader_rejects_or_accepts_without_crashing(text):
-    try:
+    with contextlib.suppress(sexpr.ParseError):
         sexpr.parse(text)
-    except sexpr.ParseError:
-        pass
 
 
 @pytest.mark.parametrize("bad", ['(allow', '(allow))', '(a "x)', '(a #"x)', "x", "()", '(a "\\'])
@@ -841,7 +843,7 @@ def fixture_root(home: str, tmpdir: str, token: str) -> str:
 def test_item10_runtime_fixtures_stay_out_of_the_temp_dirs():
     assert fixture_root("/Users/alice", "/var/folders/ab/cd/T/", "x") == "/Users/alice/.tmuxjail-mac-tests/x"
     for home, tmp in (("/private/tmp/h", ""), ("/var/folders/ab/cd/T/h", ""), ("/Users/a/t/h", "/Users/a/t")):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="which strict profiles open"):
             fixture_root(home, tmp, "x")
 
 
@@ -929,7 +931,7 @@ class TestRuntimeOnMac:
 
     @pytest.mark.parametrize("mode", ["compatibility", "isolated"])
     def test_item2_other_terminals(self, mode):
-        pol, host, w = self._layout(mode)
+        pol, host, _w = self._layout(mode)
         _, slave = os.openpty()
         other = os.ttyname(slave)
         own = "/usr/bin/python3 -c 'import os; m, s = os.openpty(); os.write(s, b\"x\")'"
@@ -966,7 +968,7 @@ class TestRuntimeOnMac:
 
     @pytest.mark.parametrize("mode", ["isolated", "verified"])
     def test_item5_and_6_other_processes(self, mode):
-        pol, host, w = self._layout(mode)
+        pol, host, _w = self._layout(mode)
         victim = subprocess.Popen(["/bin/sleep", "60"], env={"TJ_SECRET": "tj-marker-5"})
         try:
             r = self._pair(pol, host, "/bin/ps -wwE -p $$ >/dev/null", f"/bin/ps -wwE -p {victim.pid} | grep -q tj-marker-5",
@@ -976,7 +978,7 @@ class TestRuntimeOnMac:
             victim.kill()
 
     def test_item7_apple_events_in_compatibility(self):
-        pol, host, w = self._layout("compatibility")
+        pol, host, _w = self._layout("compatibility")
         self._pair(pol, host, "/usr/bin/osascript -e 'return 1'",
                    "/usr/bin/osascript -e 'tell application \"System Events\" to return 1'", "appleevent-send")
 

@@ -48,9 +48,9 @@ def test_describe_lists_labels_then_details():
 
 
 def test_restriction_parse_errors_name_the_field():
-    with pytest.raises(UsageError, match="r.toml: modes: not a restriction field"):
+    with pytest.raises(UsageError, match=r"r\.toml: modes: not a restriction field"):
         restrict.parse('modes = ["verified"]', "r.toml")
-    with pytest.raises(UsageError, match="r.toml: capabilities: must be a list"):
+    with pytest.raises(UsageError, match=r"r\.toml: capabilities: must be a list"):
         restrict.parse('capabilities = "aws"', "r.toml")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -44,5 +44,5 @@ class Backend(Protocol):
     def available(self) -> str | None:
         """None when usable here, else the reason it is not."""
 
-    def wrap(self, policy: dict, argv: list[str], host: HostLayout) -> list[str]:
+    def wrap(self, policy: dict[str, Any], argv: list[str], host: HostLayout) -> list[str]:
         """Pure: the full argv that runs `argv` under `policy`."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import Any
 
 from . import HostLayout
 
@@ -26,11 +28,11 @@ def _depth(path: str) -> tuple[int, str]:
     return (path.rstrip("/").count("/"), path)
 
 
-def _under(path: str, roots) -> bool:
+def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _ancestors(paths) -> list[str]:
+def _ancestors(paths: Iterable[str]) -> list[str]:
     out: set[str] = set()
     for p in paths:
         p = os.path.dirname(p.rstrip("/"))
@@ -53,7 +55,7 @@ class Bwrap:
             return f"{PRLIMIT} (util-linux) is missing: the jail's process limit cannot be set"
         return None
 
-    def wrap(self, policy: dict, argv: list[str], host: HostLayout) -> list[str]:
+    def wrap(self, policy: dict[str, Any], argv: list[str], host: HostLayout) -> list[str]:
         mode = policy["mode"]
         out = [
             self.path,
@@ -75,7 +77,7 @@ class Bwrap:
         out += ["--chdir", policy["workspace_write"][0] if policy["workspace_write"] else policy["workspace_read"][0]]
         return out + ["--", *_nproc(policy), *argv]
 
-    def _compatibility(self, policy: dict, host: HostLayout) -> list[str]:
+    def _compatibility(self, policy: dict[str, Any], host: HostLayout) -> list[str]:
         # Today's behaviour: the whole host, writable. What is taken away: tmuxjail's own state
         # and private homes (hidden), its config (read-only), the tmux sockets (hidden), and the
         # host's processes: /proc/<pid>/root of the tmux server would otherwise reach its socket.
@@ -93,7 +95,7 @@ class Bwrap:
             out += _tmpfs(path, MASK_BYTES)
         return out + self._tmux_masks(host)
 
-    def _strict(self, policy: dict, host: HostLayout) -> list[str]:
+    def _strict(self, policy: dict[str, Any], host: HostLayout) -> list[str]:
         out = ["--ro-bind", "/usr", "/usr"]
         for top in TOP_LINKS:
             kind = host.top.get(top)
@@ -135,7 +137,7 @@ class Bwrap:
         return out + self._tmux_masks(host, within=visible)
 
     @staticmethod
-    def _above_guards(policy: dict) -> list[tuple[str, str]]:
+    def _above_guards(policy: dict[str, Any]) -> list[tuple[str, str]]:
         """Every directory between a workspace and a guarded path in it, bound onto itself as it
         is: a mount point cannot be renamed (EBUSY), so from inside neither a guard nor a directory
         above it can be moved away and replaced with the agent's own."""
@@ -152,7 +154,7 @@ class Bwrap:
         return [(flag, a) for a, flag in above.items()]
 
     @staticmethod
-    def _tmux_masks(host: HostLayout, within=None) -> list[str]:
+    def _tmux_masks(host: HostLayout, within: Iterable[str] | None = None) -> list[str]:
         """Hide tmux sockets. In strict modes only those inside a path bound into the jail can be
         there at all (the rest of the host is simply not mounted)."""
         out: list[str] = []
@@ -165,25 +167,26 @@ class Bwrap:
         return out
 
 
-def limits(policy: dict) -> dict:
+def limits(policy: dict[str, Any]) -> dict[str, Any]:
     if "limits" not in policy:  # a policy recorded before limits existed
         from ..model import Limits
 
         return Limits().model_dump()
-    return policy["limits"]
+    out: dict[str, Any] = policy["limits"]
+    return out
 
 
 def _tmpfs(path: str, size: int) -> list[str]:
     return ["--size", str(size), "--tmpfs", path]
 
 
-def _dev(policy: dict) -> list[str]:
+def _dev(policy: dict[str, Any]) -> list[str]:
     """bwrap's /dev is an unsized tmpfs: give /dev/shm a sized one and make /dev itself read-only
     (the device nodes are separate binds and stay usable)."""
     return ["--dev", "/dev", *_tmpfs("/dev/shm", limits(policy)["tmp_bytes"]), "--remount-ro", "/dev"]
 
 
-def _nproc(policy: dict) -> list[str]:
+def _nproc(policy: dict[str, Any]) -> list[str]:
     """RLIMIT_NPROC, set inside the jail's user namespace, where the kernel counts it per namespace
     (set before bwrap, it would count every process of the user on the host). The kernel never
     enforces it for uid 0: a root-run jail has no process limit (see the README)."""
@@ -201,7 +204,7 @@ def _masks(host: HostLayout) -> list[str]:
     return out
 
 
-def _agent(policy: dict, host: HostLayout) -> list[str]:
+def _agent(policy: dict[str, Any], host: HostLayout) -> list[str]:
     """The ssh-agent capability: the checked socket, at its own path (SSH_AUTH_SOCK is passed
     unchanged). Read-only is enough to connect to a socket, and keeps it from being replaced."""
     if "ssh-agent" in policy["capabilities"] and policy["mode"] == "verified" and host.agent_socket:

@@ -16,7 +16,7 @@ MIN_ABI = 6
 GUARD = "abstract-unix-sockets"
 
 
-def _libc():
+def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 

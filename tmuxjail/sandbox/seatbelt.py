@@ -1,4 +1,4 @@
-"""Seatbelt backend (macOS): a Policy -> an SBPL profile + parameters -> the sandbox-exec argv.
+r"""Seatbelt backend (macOS): a Policy -> an SBPL profile + parameters -> the sandbox-exec argv.
 
 Pure. Built and checked offline (see docs/macos.md): nothing here has run on a Mac in CI.
 
@@ -26,6 +26,7 @@ Rules of this file:
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from . import HostLayout
 
@@ -298,12 +299,12 @@ _PATH_LISTS = ("install_roots", "workspace_read", "workspace_write", "host_read"
                "protected", "hidden")
 
 
-def canonical(policy: dict, host: HostLayout) -> dict:
+def canonical(policy: dict[str, Any], host: HostLayout) -> dict[str, Any]:
     """The policy with every path replaced by its canonical form (host.realpaths, looked up on
     the host by host.mac_layout); a path the host did not resolve stays as it is."""
     real = host.realpaths
 
-    def c(p):
+    def c(p: str) -> str:
         if not p:
             return p
         if p in real:
@@ -313,7 +314,8 @@ def canonical(policy: dict, host: HostLayout) -> dict:
             if _under(p, key) and key != "/":
                 return _norm(real[key]) + p[len(_norm(key)):]
         return p
-    out = dict(policy, home=c(policy["home"]), private_home=c(policy.get("private_home")))
+    private = policy.get("private_home")
+    out = dict(policy, home=c(policy["home"]), private_home=c(private) if private else private)
     for key in _PATH_LISTS:
         out[key] = [c(p) for p in policy.get(key, ())]
     for key in ("protected", "hidden"):
@@ -328,7 +330,7 @@ def _tmux_dirs(host: HostLayout) -> list[str]:
     return list(dict.fromkeys([*host.tmux_dirs, *host.tmux_dir_candidates]))
 
 
-def profile(policy: dict, host: HostLayout) -> tuple[str, dict[str, str]]:
+def profile(policy: dict[str, Any], host: HostLayout) -> tuple[str, dict[str, str]]:
     """Pure: (SBPL text, parameters) for `policy` on a host laid out as `host`."""
     params = _Params()
     policy = canonical(policy, host)
@@ -340,7 +342,7 @@ def profile(policy: dict, host: HostLayout) -> tuple[str, dict[str, str]]:
     return text, dict(params.values)
 
 
-def _compatibility(policy: dict, host: HostLayout, params: _Params) -> list[str]:
+def _compatibility(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[str]:
     # Everything is allowed, then only denies follow (no allow after a deny, so rule precedence
     # never matters). Taken away: tmuxjail's state, spool and private homes (hidden), its config
     # when it has a directory of its own (read-only), the tmux sockets, the user's other
@@ -369,7 +371,7 @@ def _compatibility(policy: dict, host: HostLayout, params: _Params) -> list[str]
     return out
 
 
-def _tmux_denies(policy: dict, host: HostLayout, params: _Params) -> list[str]:
+def _tmux_denies(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[str]:
     dirs = [f for d in _tmux_dirs(host) for f in _guard(params, "TMUX_DIR", d, "dir")]
     files = [f for s in host.tmux_files for f in _guard(params, "TMUX_SOCKET", s, "file")]
     out = _deny("file-read* file-write*", dirs + files,
@@ -431,7 +433,7 @@ class _Excl:
         return list(dict.fromkeys(out))
 
 
-def _strict(policy: dict, host: HostLayout, params: _Params) -> list[str]:
+def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[str]:
     mode = policy["mode"]
     private = policy.get("private_home") if mode == "isolated" else None
     tmp = _norm(host.realpaths.get(host.session_tmp, host.session_tmp)) if host.session_tmp else None
@@ -476,11 +478,11 @@ def _strict(policy: dict, host: HostLayout, params: _Params) -> list[str]:
                         keep.add("PARENT", a, "file")
 
     def read_rule(role: str, path: str, excl: _Excl = never) -> list[str]:
-        return [_except(_sub(n), excl.filters([v])) for v, n in zip(spellings(path), params.names(role, path))]
+        return [_except(_sub(n), excl.filters([v])) for v, n in zip(spellings(path), params.names(role, path), strict=True)]
 
     def write_rule(role: str, path: str, excl: _Excl = never) -> list[str]:
         return [_except(_sub(n), excl.filters([v]) + keep.filters([v]) + [_lit(n)])
-                for v, n in zip(spellings(path), params.names(role, path))]
+                for v, n in zip(spellings(path), params.names(role, path), strict=True)]
 
     read = "file-read* file-map-executable"
     # /System holds the data volume again under /System/Volumes/Data: the whole of /Users by
@@ -539,9 +541,9 @@ def _strict(policy: dict, host: HostLayout, params: _Params) -> list[str]:
     # $TMPDIR (an ssh-agent, screen, a database), never tmux's, launchd's or tmuxjail's.
     targets: list[tuple[str, str, _Excl]] = []
     for r in policy["workspace_write"]:
-        targets += [(_sub(n), v, never) for v, n in zip(spellings(r), params.names("WORKSPACE", r))]
+        targets += [(_sub(n), v, never) for v, n in zip(spellings(r), params.names("WORKSPACE", r), strict=True)]
     for role, path, excl in own:
-        targets += [(_sub(n), v, excl) for v, n in zip(spellings(path), params.names(role, path))]
+        targets += [(_sub(n), v, excl) for v, n in zip(spellings(path), params.names(role, path), strict=True)]
     out.append("(allow system-socket)")
     out += _allow("network-outbound",
                   [_except(f"(remote unix-socket {f})", ex.filters([v], "remote")) for f, v, ex in targets]
@@ -597,7 +599,7 @@ def _network() -> list[str]:
     return out
 
 
-def _keychain(policy: dict, params: _Params) -> list[str]:
+def _keychain(policy: dict[str, Any], params: _Params) -> list[str]:
     # The login keychain file only (and the temporary copies it is saved through), not the whole
     # ~/Library/Keychains: other keychains and the metadata stay out. Item ACLs are securityd's.
     home = _norm(policy["home"])
@@ -627,7 +629,7 @@ def _keychain(policy: dict, params: _Params) -> list[str]:
 HOMEBREW_PATH = ("/opt/homebrew/bin", "/opt/homebrew/sbin")
 
 
-def env_overrides(policy: dict, host: HostLayout | None = None) -> dict[str, str]:
+def env_overrides(policy: dict[str, Any], host: HostLayout | None = None) -> dict[str, str]:
     """Variables to change inside the jail.
     - Isolated mode: macOS cannot mount the private home at $HOME, so HOME, and every variable
       that pointed into the real home, are re-pointed to the private home at its own path.
@@ -665,10 +667,10 @@ class Seatbelt:
         return None
 
     @staticmethod
-    def profile(policy: dict, host: HostLayout) -> tuple[str, dict[str, str]]:
+    def profile(policy: dict[str, Any], host: HostLayout) -> tuple[str, dict[str, str]]:
         return profile(policy, host)
 
-    def wrap(self, policy: dict, argv: list[str], host: HostLayout) -> list[str]:
+    def wrap(self, policy: dict[str, Any], argv: list[str], host: HostLayout) -> list[str]:
         text, params = profile(policy, host)
         out = [SANDBOX_EXEC, "-p", text]
         for key, value in params.items():

@@ -68,7 +68,8 @@ SYSCALLS = {
 # condition is (argument index, "set" = any of these bits | "eq" = equal to). Several rules for
 # one syscall are alternatives.
 EPERM, ENOSYS = errno.EPERM, errno.ENOSYS
-EVERY_MODE = (
+Rule = tuple[str, int, tuple[tuple[int, str, int], ...]]
+EVERY_MODE: tuple[Rule, ...] = (
     ("ioctl", EPERM, ((1, "eq", TIOCSTI),)),
     ("ioctl", EPERM, ((1, "eq", TIOCLINUX),)),
     ("io_uring_setup", EPERM, ()),
@@ -88,7 +89,7 @@ EVERY_MODE = (
     ("request_key", ENOSYS, ()),
     ("keyctl", ENOSYS, ()),
 )
-STRICT_ONLY = (
+STRICT_ONLY: tuple[Rule, ...] = (
     ("perf_event_open", EPERM, ()),
 )
 
@@ -97,11 +98,15 @@ def supported(machine: str) -> bool:
     return machine in ARCHES
 
 
-def _ins(code: int, k: int, jt=0, jf=0) -> list:
-    return [code, jt, jf, k]
+# One BPF instruction before assembly: a jump target is an offset or a label resolved later.
+Ins = tuple[int, int | str, int | str, int]
 
 
-def rules(strict: bool) -> tuple:
+def _ins(code: int, k: int, jt: int | str = 0, jf: int | str = 0) -> Ins:
+    return (code, jt, jf, k)
+
+
+def rules(strict: bool) -> tuple[Rule, ...]:
     return EVERY_MODE + (STRICT_ONLY if strict else ())
 
 
@@ -110,7 +115,7 @@ def program(machine: str, strict: bool = True) -> bytes:
     caller must fail closed rather than run without it."""
     arch, x32 = ARCHES[machine]
     col = 0 if machine == "x86_64" else 1
-    prog: list[list] = [
+    prog: list[Ins] = [
         _ins(_LD_ABS, _ARCH),
         _ins(_JEQ, arch, 0, "deny"),  # foreign arch -> deny
         _ins(_LD_ABS, _NR),
@@ -133,7 +138,7 @@ def program(machine: str, strict: bool = True) -> bytes:
     prog.append(_ins(_RET, _ERRNO | EPERM))
     out = []
     for i, (code, jt, jf, k) in enumerate(prog):
-        jt, jf = (labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf))
-        assert 0 <= jt < 256 and 0 <= jf < 256
-        out.append(struct.pack("<HBBI", code, jt, jf, k))
+        t, f = (labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf))
+        assert 0 <= t < 256 and 0 <= f < 256
+        out.append(struct.pack("<HBBI", code, t, f, k))
     return b"".join(out)
