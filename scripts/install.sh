@@ -1,11 +1,12 @@
 #!/bin/sh
-# Install tmuxjail and what it needs (tmux, bubblewrap), then open a jailed shell:
+# Install tmuxjail and what it needs (tmux, bubblewrap; strace for `tmuxjail discover`), then open a jailed shell:
 # isolated mode, a private home mounted at your $HOME, this directory as the writable workspace.
 set -eu
 cd "$(dirname "$0")/.."
 . ./scripts/needs.sh
 needs "tmux:command -v tmux" \
   "bubblewrap:test -x /usr/bin/bwrap" \
+  "strace:test -x /usr/bin/strace" \
   "python3-venv:python3 -c 'import ensurepip'"
 venv="${XDG_DATA_HOME:-$HOME/.local/share}/tmuxjail-venv"
 python3 -m venv "$venv"

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 . ./scripts/needs.sh
 needs "tmux:command -v tmux" \
   "bubblewrap:test -x /usr/bin/bwrap" \
+  "strace:test -x /usr/bin/strace" \
   "git:command -v git" \
   "perl:command -v perl" \
   "openssh-client:command -v ssh-agent" \

@@ -72,7 +72,7 @@ def preflight(ctx, opts) -> dict:
     workspaces = sessions._canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
     _, pol, fp, *_, approval = sessions._resolve(
         ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-        network=opts.network)
+        network=opts.network, candidate=opts.candidate)
     return {"ok": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
             "workspace": workspaces[0], "capabilities": list(pol["capabilities"]),
             "approval": approval["id"] if approval else None}

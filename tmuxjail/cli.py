@@ -66,6 +66,7 @@ def _parser():
     s.add_argument("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy; never widens")
     s.add_argument("--backend", choices=("bwrap", "seatbelt"), default=None,
                    help="with --dry-run: show what this backend would run (seatbelt = the macOS profile, auditable anywhere)")
+    s.add_argument("--candidate", metavar="ID", help="verified mode: use this approved discovery candidate as the profile")
     s.add_argument("--json", action="store_true", help="print JSON")
 
     r = cmd("resume", "reattach a live session, or relaunch the CLI's resume in the same jail", "tmuxjail resume app")
@@ -144,6 +145,8 @@ def _parser():
     ap.add_argument("--capability", action="append", default=[], metavar="ID", help="optional capability to include")
     ap.add_argument("--yes", action="store_true", help="do not ask (for scripts that already reviewed it)")
     ap.add_argument("--details", action="store_true", help="also show paths, env names and hosts")
+    ap.add_argument("--candidate", metavar="ID",
+                    help="approve a discovery's candidate profile (shows the diff; a terminal must confirm; no --yes)")
     ap.add_argument("--json", action="store_true", help="print JSON")
 
     al = cmd("approvals", "list recorded approvals", "tmuxjail approvals --json")
@@ -172,14 +175,19 @@ def _parser():
     pf.add_argument("--network", choices=("host", "none", "proxy"), default=None)
     pf.add_argument("--capability", action="append", default=[], metavar="ID")
     pf.add_argument("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy")
+    pf.add_argument("--candidate", metavar="ID", help="an approved discovery candidate as the profile")
     pf.add_argument("--json", action="store_true", help="print JSON")
+    from .discover.cli import add_parser as discover_parser
+
+    discover_parser(cmd)
     return p
 
 
 def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
-    if "start" in argv and "--" in argv[argv.index("start"):]:
-        i = argv.index("--", argv.index("start"))
-        return argv[:i], argv[i + 1:]
+    for verb in ("start", "discover"):
+        if verb in argv and "--" in argv[argv.index(verb):]:
+            i = argv.index("--", argv.index(verb))
+            return argv[:i], argv[i + 1:]
     return argv, []
 
 
@@ -387,7 +395,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
     from .errors import NotApproved, UsageError
 
     ctx = sessions.Context(tmux=tmux)
-    if args.command in ("start", "resume", "stop", "approve", "revoke"):
+    if args.command in ("start", "resume", "stop", "approve", "revoke", "discover"):
         from . import log
 
         log.setup(ctx.paths.log_file, getattr(args, "verbose", False))
@@ -397,7 +405,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             name=args.name, env_name=args.env_name, capabilities=tuple(args.capability),
             detach=args.detach, non_interactive=args.non_interactive, dry_run=args.dry_run,
             args=tuple(passthrough), backend=args.backend, restriction=_restriction(args.restrict),
-            network=args.network)
+            network=args.network, candidate=args.candidate)
         place = None
         if (args.here or args.split) and not args.dry_run:
             from .panes import here
@@ -495,6 +503,14 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             print("policy:")
             print(_policy_text(d["policy"] or {}))
         return 0
+    if args.command == "discover":
+        from .discover.cli import run as discover
+
+        return discover(ctx, args, passthrough, json_out)
+    if args.command == "approve" and args.candidate:
+        from .discover.cli import approve_candidate
+
+        return approve_candidate(ctx, args, json_out)
     if args.command == "approve":
         approval = _approve(ctx, args.provider, args.capability, args.yes, args.details, json_out)
         if approval is None:
@@ -526,7 +542,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         opts = sessions.StartOptions(
             provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace), env_name=args.env_name,
             capabilities=tuple(args.capability), non_interactive=True, restriction=_restriction(args.restrict),
-            network=args.network)
+            network=args.network, candidate=args.candidate)
         result = approve.preflight(ctx, opts)
         _print_json(result) if json_out else print(f"ok: {result['mode']} {result['fingerprint']}")
         return 0

@@ -157,7 +157,30 @@ def main(argv: list[str]) -> None:
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
     keep = (*keep, *bind_fds)
-    exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
+    head = traced(spec) if spec.get("trace") is not None else []
+    exec_closing([*head, bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
+
+
+def traced(spec: dict) -> list[str]:
+    """A discovery run: strace, outside the jail, in front of bubblewrap (tmuxjail.discover.trace).
+    The trace file must be a new file named `trace` in a directory of its own under the state
+    directory's discover/ (where the store lives, which no jail sees): created here with O_EXCL
+    and without following a link, so a spec cannot point the tracer's output anywhere else."""
+    from .discover.trace import STRACE, argv
+
+    path = spec["trace"]
+    state = os.path.dirname(str(spec.get("store", "")))
+    if not (isinstance(path, str) and state and os.path.isabs(path) and os.path.normpath(path) == path
+            and os.path.basename(path) == "trace"
+            and os.path.dirname(os.path.dirname(path)) == os.path.join(state, "discover")):
+        die("the launch spec's trace file is not a discovery trace of this store (tampered); refusing", EXIT_REFUSED)
+    if not os.access(STRACE, os.X_OK):
+        die(f"discovery needs strace ({STRACE}): sudo apt-get install -y strace", EXIT_UNAVAILABLE)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    except OSError as exc:
+        die(f"cannot create the discovery trace {path}: {exc.strerror}", EXIT_UNAVAILABLE)
+    return argv(path)
 
 
 # -- binds from fds ------------------------------------------------------------------------------

@@ -95,8 +95,8 @@ def where_it_runs(ctx: Context, row, action: str) -> Context:
 StartOptions = namedtuple(
     "StartOptions",
     "provider mode workspaces name env_name capabilities detach non_interactive dry_run args backend restriction "
-    "network",
-    defaults=(None, (), None, "default", (), False, False, False, (), None, None, None),
+    "network trace candidate",
+    defaults=(None, (), None, "default", (), False, False, False, (), None, None, None, None, None),
 )
 
 
@@ -123,7 +123,7 @@ def _canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
 
 def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
              env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
-             gate: bool = True, network: str | None = None):
+             gate: bool = True, network: str | None = None, candidate: str | None = None):
     """Everything a start or resume needs, from today's inputs: (request, policy, fp, bits).
     Verified mode also needs an approval that covers exactly this profile, executable and
     capability set; without one this raises NotApproved before anything runs."""
@@ -144,7 +144,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         raise UsageError(f"unknown mode {mode_name!r}") from None
     if network is not None:
         config_mod.check_network(network, "--network", UsageError)
-    profile = profiles.load(provider)
+    profile = profile_for(ctx, provider, candidate)
     backend = bwrap.find()
     unguarded = False
     if (why := backend.available()) is not None:
@@ -220,6 +220,17 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     return req, data, policy.fingerprint(data), adapter, resolved, backend, unguarded, approval
 
 
+def profile_for(ctx: Context, provider: str, candidate: str | None = None):
+    """The shipped profile, or an approved discovery candidate (tmuxjail.discover.candidate)."""
+    from . import profiles
+
+    if candidate is None:
+        return profiles.load(provider)
+    from .discover import candidate as cand
+
+    return cand.load(ctx.paths.config_dir, provider, candidate)
+
+
 def _git_paths(workspaces) -> tuple[str, ...]:
     from . import host
 
@@ -263,6 +274,8 @@ def _approval_for(store, profile, pol: dict) -> dict:
     if found is None:
         missing = approvals.missing(granted, profile, pol["executable"], pol["capabilities"])
         fix = approvals.fix_command(profile.provider, pol["capabilities"], profile.baseline)
+        if "+" in profile.profile_version:  # a discovery candidate (tmuxjail.discover.candidate)
+            fix = f"tmuxjail approve {profile.provider} --candidate {profile.profile_version.split('+', 1)[1]}"
         raise NotApproved(
             f"verified mode needs an approval: {'; '.join(missing)}",
             hint=f"review and approve with: {fix}",
@@ -352,7 +365,7 @@ def _layout_data(layout) -> dict | None:
 
 
 def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], unguarded: bool,
-                layout=None) -> tuple[Path, Path]:
+                layout=None, trace: str | None = None) -> tuple[Path, Path]:
     spool = paths_mod.ensure_private_dir(ctx.paths.spool)
     sweep_spool(spool)
     import platform
@@ -369,6 +382,8 @@ def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], ung
         # other argv (launch.verify).
         "layout": _layout_data(layout),
     }
+    if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap
+        body["trace"] = trace
     fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(body, f)
@@ -489,7 +504,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     workspaces = _canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
     _req, pol, fp, adapter, resolved, backend, unguarded, approval = _resolve(
         ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-        gate=not opts.dry_run, network=opts.network)  # a dry run shows what would need approving
+        gate=not opts.dry_run, network=opts.network,  # a dry run shows what would need approving
+        candidate=opts.candidate)
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(resolved.argv, pol["mode"], pol["backend"])
     cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
@@ -534,6 +550,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     request = {"provider": opts.provider, "mode": pol["mode"], "workspaces": list(workspaces),
                "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
                "restriction": opts.restriction, "network": opts.network}
+    if opts.candidate is not None:
+        request["candidate"] = opts.candidate
     if place is not None:
         request["placement"] = place.kind
     row = store.insert_session(
@@ -550,7 +568,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         from . import audit
 
         audit.baseline(store, row.id, workspaces)  # before the jail can change anything
-        spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded, layout)
+        spec, status = _write_spec(ctx, row.id, fp, pol, sandbox_argv, unguarded, layout, opts.trace)
         from . import panes
 
         if place is not None:
@@ -611,7 +629,7 @@ def recompute(ctx: Context, row) -> tuple[str, dict, list[str]]:
             return "", {}, ["workspace"]
         _, pol, fp, *_ = _resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
                                   tuple(r.get("capabilities", ())), r.get("restriction"), gate=False,
-                                  network=r.get("network"))
+                                  network=r.get("network"), candidate=r.get("candidate"))
     except NotApproved as exc:
         return "", {}, [exc.data.get("reason", "mode")]
     except ConfigError as exc:
@@ -693,10 +711,9 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
 
 def _still_approved(ctx: Context, row, pol: dict, store=None) -> dict:
     """The approval a verified session runs under, else refuse (resume, shell, and list --check)."""
-    from . import profiles
-
     try:
-        return _approval_for(store or ctx.store, profiles.load(row.provider), pol)
+        return _approval_for(store or ctx.store, profile_for(ctx, row.provider, row.request_data.get("candidate")),
+                             pol)
     except NotApproved as exc:
         raise _refuse(row, ["capabilities"], f"{row.name}: {exc.message}", exc.hint or "") from None
 

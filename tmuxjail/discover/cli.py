@@ -1,0 +1,122 @@
+"""The command-line seam of discovery: `discover ...` and `approve --candidate`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import UsageError
+
+ACTIONS = ("show", "replay", "list")
+
+
+def add_parser(cmd) -> None:
+    d = cmd("discover", "run a provider once in an observed (isolated, traced) jail and propose a profile; "
+            "PROVIDER starts a discovery, show/replay take its ID, list lists them",
+            "tmuxjail discover codex --workspace ~/src/app\n"
+            "  tmuxjail discover codex --non-interactive --timeout 60 -- exec \"run the tests\"\n"
+            "  tmuxjail discover show codex-app-1 --json\n  tmuxjail discover replay codex-app-1")
+    d.add_argument("target", metavar="PROVIDER|show|replay|list")
+    d.add_argument("id", nargs="?", metavar="ID", help="for show and replay: the discovery's id")
+    d.add_argument("--workspace", action="append", default=[], metavar="DIR",
+                   help="writable workspace (repeatable; the first is the cwd; default: .)")
+    d.add_argument("--env", dest="env_name", default="default", metavar="NAME",
+                   help="private-home environment of the observed isolated jail (default: default)")
+    d.add_argument("--non-interactive", action="store_true",
+                   help="do not attach: run the step detached until it exits or --timeout; never prompts")
+    d.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="with --non-interactive: stop the step after this long (default: 600)")
+    d.add_argument("--json", action="store_true", help="print JSON (a new discovery: its id)")
+
+
+def run(ctx, args, passthrough: list[str], json_out: bool) -> int:
+    from . import run as r
+
+    target = args.target
+    if target == "list":
+        rows = r.listing(ctx)
+        if json_out:
+            _print(rows)
+        else:
+            for x in rows:
+                state = "finished" if x["finished"] else "running or unfinished"
+                kind = f"replay of {x['replay_of']}" if x["replay_of"] else x["mode"]
+                print(f"{x['id']:32} {x['provider']:12} {kind:24} {x['started_at']}  {state}")
+            if not rows:
+                print("no discoveries")
+        return 0
+    if target in ("show", "replay") and not args.id:
+        raise UsageError(f"discover {target} needs an ID", hint="see: tmuxjail discover list")
+    if target == "show":
+        d = r.show(ctx, args.id)
+        _print(d) if json_out else print(r.render(d))
+        return 0
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if target == "replay":
+        m = r.replay(ctx, args.id, args.timeout)
+        return _observe(ctx, r, m, json_out)
+    if args.id:
+        raise UsageError(f"unexpected {args.id!r}: pass the CLI's arguments after --",
+                         hint="tmuxjail discover codex --non-interactive -- exec \"run the tests\"")
+    from ..adapters import get
+
+    get(target)  # an unknown provider: exit 2 before anything starts
+    if not args.non_interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("discover attaches your terminal to the observed pane; without a terminal, "
+                         "use --non-interactive (and --timeout)")
+    m = r.start(ctx, target, tuple(args.workspace), passthrough, args.non_interactive, args.timeout, args.env_name)
+    return _observe(ctx, r, m, json_out)
+
+
+def _observe(ctx, r, m: dict, json_out: bool) -> int:
+    if m["non_interactive"]:
+        done = r.wait(ctx, m, m["timeout"] or r.TIMEOUT)
+        r.finish(ctx, m["id"], timed_out=not done)
+    elif r.attach_and_wait(ctx, m):
+        r.finish(ctx, m["id"])
+    else:
+        if json_out:
+            _print({"id": m["id"], "finished": False, "session": m["session"]})
+        else:
+            print(f"discovery {m['id']} still runs in tmux session {m['session']}; when the CLI has exited: "
+                  f"tmuxjail discover show {m['id']}")
+        return 0
+    d = r.show(ctx, m["id"])
+    if json_out:
+        _print({"id": m["id"], "finished": True, "evidence": d["evidence_file"], "candidate": d.get("candidate"),
+                "replay_of": d.get("replay_of"), "proposed_changes": d.get("proposed_changes")})
+    else:
+        print(r.render(d))
+    return 0
+
+
+def approve_candidate(ctx, args, json_out: bool) -> int:
+    """Shows the diff in human words; records the approval only after a yes typed on a terminal."""
+    from .. import approve
+    from . import run as r
+
+    if args.yes:
+        raise UsageError("approve --candidate takes no --yes: a discovered candidate is approved only by a human "
+                         "who reads it on a terminal")
+    if args.capability:
+        raise UsageError("approve --candidate takes no --capability: the candidate lists its capabilities")
+    color = sys.stdout.isatty() and not json_out
+    plan = r.approve_preview(ctx, args.provider, args.candidate, args.details, color)
+    out = sys.stderr if json_out else sys.stdout
+    print("This approval lets verified-mode sessions that name this candidate use:", file=out)
+    print("\n".join(plan["text"]), file=out)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("approving a discovered candidate needs a human at a terminal to confirm")
+    if not r.confirm_on_terminal("Approve this candidate?"):
+        print("not approved", file=out)
+        return 1
+    row = approve.record(ctx, plan)
+    use = f"tmuxjail start {args.provider} --mode verified --candidate {args.candidate}"
+    _print({**row, "candidate": args.candidate, "use": use}) if json_out else print(
+        f"approved ({row['id']}); use it with: {use}   (replay: tmuxjail discover replay {args.candidate})")
+    return 0
+
+
+def _print(data) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True))

@@ -1,0 +1,288 @@
+"""The evidence of one discovery run: a versioned pydantic schema, and its construction from a
+parsed trace (pure, given a `host_has` function). Paths and kinds only, never contents."""
+
+from __future__ import annotations
+
+import errno as errno_mod
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from . import trace as trace_mod
+
+SCHEMA = "tmuxjail.discovery.evidence/1"
+MAX_PATHS = 5000
+MAX_REFS = 8
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys",
+          "/dev", "/run")
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+DENIED = {"EACCES", "EPERM", "EROFS"}  # refused by the jail whether or not the host has the path
+HIDDEN = {"ENOENT", "ENOTDIR"}  # a would-be denial only if the host has the path
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Identity(_M):
+    provider: str
+    path: str
+    sha256: str
+    version: str
+    extra: list[list[str]] = []
+
+
+class Process(_M):
+    pid: int
+    parent: int | None
+    execs: list[str]
+    line: int
+
+
+class PathUse(_M):
+    path: str
+    area: str  # home, system, scratch, install, tmuxjail, other, unknown
+    kinds: list[str]  # what succeeded: read, write, create, delete, rename-from, rename-to, mkdir, exec
+    tried: dict[str, str] = {}  # kind -> errno, for what failed
+    hidden: bool = False  # a would-be denial: the jail hid or refused a path the host has
+    odd: bool = False  # not plain printable UTF-8, truncated, or relative to an unknown directory
+    lines: list[int]  # trace lines that saw it (the first few)
+
+
+class Exit(_M):
+    status: int | None = None
+    signal: str | None = None
+    finished: bool
+    timed_out: bool = False
+
+
+class EnvNames(_M):
+    provided: list[str]
+    declared: list[str]
+    provided_not_declared: list[str]
+    declared_not_provided: list[str]
+
+
+class Destination(_M):
+    destination: str
+    decision: str  # allowed, denied, connected, failed
+    source: Literal["proxy", "trace"]
+    lines: list[int] = []
+
+
+class Network(_M):
+    observed_by_proxy: bool
+    note: str
+    destinations: list[Destination] = []
+
+
+class TraceInfo(_M):
+    mechanism: str
+    sha256: str
+    lines: int
+    rejected: int
+    truncated: bool
+
+
+class Evidence(_M):
+    schema_: str = SCHEMA
+    id: str
+    mode: str
+    identity: Identity
+    workspaces: list[str]
+    home: str
+    private_home: str | None
+    args: list[str]
+    started_at: str
+    duration_s: float | None
+    exit: Exit
+    processes: list[Process]
+    paths: list[PathUse]
+    denials: list[PathUse]
+    workspace_counts: dict[str, int]
+    dropped: int
+    env: EnvNames
+    network: Network
+    trace: TraceInfo
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    def dump(self) -> dict:
+        d = self.model_dump(mode="json")
+        d["schema"] = d.pop("schema_")
+        return d
+
+    @classmethod
+    def load(cls, data: dict) -> Evidence:
+        data = dict(data)
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"unknown evidence schema {data.get('schema')!r}")
+        data["schema_"] = data.pop("schema")
+        return cls.model_validate(data)
+
+
+def _under(path: str, roots) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots if r)
+
+
+def area(path: str, meta: dict) -> str:
+    if path.startswith("?/") or not path.startswith("/"):
+        return "unknown"
+    if _under(path, meta["workspaces"]):
+        return "workspace"
+    if _under(path, meta.get("own_dirs", ())):
+        return "tmuxjail"
+    if _under(path, meta.get("install_roots", ())) or path == meta["identity"]["path"]:
+        return "install"
+    if _under(path, [meta["home"]]):
+        return "home"
+    if _under(path, SCRATCH):
+        return "scratch"
+    if _under(path, SYSTEM):
+        return "system"
+    return "other"
+
+
+def cli_pids(t: trace_mod.Trace) -> tuple[dict[int, int], dict[int, int]]:
+    """(parent of each pid, the line from which each pid is the CLI's). The root is bubblewrap:
+    its setup (mounts, binds, the namespace's init) is not the CLI's; a pid becomes the CLI's at
+    its first successful exec of something other than bubblewrap, and its children are the CLI's
+    from their birth."""
+    parent: dict[int, int] = {}
+    for c in t.calls:
+        if c.name in trace_mod.FORKS and c.ok:
+            child = c.child if c.child is not None else (int(c.ret) if c.ret.isdigit() else None)
+            if child:
+                parent.setdefault(child, c.pid)
+    if not t.calls:
+        return parent, {}
+    root = t.calls[0].pid
+    bwrap = next((c.string(0) for c in t.calls if c.name == "execve" and c.pid == root), None)
+    since: dict[int, int] = {}
+
+    def inherited(pid: int) -> int | None:
+        seen = set()
+        p = parent.get(pid)
+        while p is not None and p not in seen:
+            if p in since:
+                return since[p]
+            seen.add(p)
+            p = parent.get(p)
+        return None
+
+    for c in t.calls:
+        if c.pid in since:
+            continue
+        if inherited(c.pid) is not None:
+            since[c.pid] = c.line
+        elif c.name == "execve" and c.ok and c.pid != root and (bwrap is None or c.string(0) != bwrap):
+            since[c.pid] = c.line
+    return parent, since
+
+
+def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[[str], bool],
+          proxy_log: list[dict] | None, timed_out: bool = False) -> Evidence:
+    parent, since = cli_pids(t)
+    cwd: dict[int, bytes] = {}
+    ws0 = meta["workspaces"][0].encode()
+    execs: dict[int, list[str]] = {}
+    first_line: dict[int, int] = {}
+    uses: dict[str, dict] = {}
+    ws_counts: dict[str, int] = {}
+    connects: dict[str, dict] = {}
+    for c in t.calls:
+        if c.pid not in since or c.line < since[c.pid]:
+            continue
+        first_line.setdefault(c.pid, c.line)
+        if c.pid not in cwd:
+            cwd[c.pid] = cwd.get(parent.get(c.pid, -1), ws0)
+        if c.name in trace_mod.FORKS and c.ok:
+            child = c.child if c.child is not None else (int(c.ret) if c.ret.isdigit() else None)
+            if child:
+                cwd.setdefault(child, cwd[c.pid])
+        if c.name == "connect":
+            dest = trace_mod.connect_dest(c)
+            if dest:
+                d = connects.setdefault(dest, {"ok": False, "lines": []})
+                d["ok"] = d["ok"] or c.ok or c.errno == "EINPROGRESS"
+                if len(d["lines"]) < MAX_REFS:
+                    d["lines"].append(c.line)
+            continue
+        for a in trace_mod.accesses(c, cwd[c.pid]):
+            where = area(a.path, meta)
+            if where == "workspace":
+                if a.ok and a.kind != "probe":
+                    ws_counts[a.kind] = ws_counts.get(a.kind, 0) + 1
+                continue
+            u = uses.setdefault(a.path, {"kinds": set(), "tried": {}, "lines": [], "odd": False, "area": where})
+            if a.ok:
+                if a.kind != "probe":
+                    u["kinds"].add(a.kind)
+            else:
+                u["tried"].setdefault(a.kind, a.errno or "?")
+            u["odd"] = u["odd"] or a.odd
+            if len(u["lines"]) < MAX_REFS:
+                u["lines"].append(a.line)
+            if a.kind == "exec" and a.ok:
+                execs.setdefault(c.pid, []).append(a.path)
+        if c.name in ("chdir", "fchdir") and c.ok:
+            if c.name == "chdir" and (s := c.string(0)):
+                base = cwd[c.pid]
+                cwd[c.pid] = trace_mod._resolve(base, s[0], s[1])[0].encode()
+            elif c.name == "fchdir" and (d := c.decor(0)):
+                cwd[c.pid] = d
+
+    paths, denials = [], []
+    for path, u in sorted(uses.items()):
+        tried = u["tried"]
+        hidden = any(e in DENIED for e in tried.values()) or (
+            any(e in HIDDEN for e in tried.values()) and not u["odd"] and u["area"] not in ("unknown",)
+            and host_has(path))
+        use = PathUse(path=path, area=u["area"], kinds=sorted(u["kinds"]), tried=tried, hidden=hidden,
+                      odd=u["odd"], lines=u["lines"])
+        if hidden:
+            denials.append(use)
+        if u["kinds"] or u["odd"]:  # an odd name is kept even when it failed: a line in the evidence
+            paths.append(use)
+    dropped = max(0, len(paths) - MAX_PATHS) + max(0, len(denials) - MAX_PATHS)
+
+    root = t.calls[0].pid if t.calls else None
+    ex = next((e for e in t.exits if e.pid == root), None)
+    status = ex.status if ex else None
+    ident = meta["identity"]
+    provided, declared = sorted(meta.get("env_provided", ())), sorted(meta.get("env_declared", ()))
+    dests = [Destination(destination=k, decision="connected" if v["ok"] else "failed", source="trace",
+                         lines=v["lines"]) for k, v in sorted(connects.items())]
+    if proxy_log is None:
+        net = Network(observed_by_proxy=False, note="not observed by a proxy (no per-session proxy log); "
+                      "connect() addresses from the trace only", destinations=dests)
+    else:
+        net = Network(observed_by_proxy=True, note="from the session's proxy log", destinations=[
+            *(Destination(destination=f"{r.get('host')}:{r.get('port')}", decision=str(r.get("decision")),
+                          source="proxy") for r in proxy_log), *dests])
+    return Evidence(
+        id=meta["id"], mode=meta["mode"],
+        identity=Identity(provider=meta["provider"], path=ident["path"], sha256=ident["sha256"],
+                          version=ident.get("version", "unknown"), extra=[list(x) for x in ident.get("extra", ())]),
+        workspaces=list(meta["workspaces"]), home=meta["home"], private_home=meta.get("private_home"),
+        args=list(meta.get("args", ())), started_at=meta["started_at"],
+        duration_s=round(t.last_ts - t.first_ts, 3) if t.first_ts is not None and t.last_ts is not None else None,
+        exit=Exit(status=status, signal=ex.signal if ex else None, finished=ex is not None, timed_out=timed_out),
+        processes=[Process(pid=p, parent=parent.get(p), execs=execs.get(p, []), line=first_line[p])
+                   for p in sorted(first_line, key=first_line.__getitem__)],
+        paths=paths[:MAX_PATHS], denials=denials[:MAX_PATHS], workspace_counts=ws_counts, dropped=dropped,
+        env=EnvNames(provided=provided, declared=declared,
+                     provided_not_declared=sorted(set(provided) - set(declared)),
+                     declared_not_provided=sorted(set(declared) - set(provided))),
+        network=net,
+        trace=TraceInfo(mechanism="strace -f (ptrace, outside the jail)", sha256=trace_sha256, lines=t.lines,
+                        rejected=t.rejected, truncated=t.truncated),
+    )
+
+
+def errno_text(name: str) -> str:
+    code = getattr(errno_mod, name, None)
+    import os
+
+    return os.strerror(code) if isinstance(code, int) else name
