@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 EXIT_REFUSED = 3
 STUB = "import sys; sys.path[:0] = [{root!r}]; from tmuxjail.launch import main; main(sys.argv[1:])"
 EXIT_UNAVAILABLE = 5
+TRACE_HEAD: list[str] = []  # a discovery run: strace in front of bubblewrap (traced())
 
 
 def die(message: str, code: int) -> NoReturn:
@@ -157,8 +158,9 @@ def main(argv: list[str]) -> None:
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
     keep = (*keep, *bind_fds)
-    head = traced(spec) if spec.get("trace") is not None else []
-    exec_closing([*head, bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
+    if spec.get("trace") is not None:
+        TRACE_HEAD[:] = traced(spec)
+    exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
 
 
 def traced(spec: dict) -> list[str]:
@@ -354,6 +356,7 @@ def exec_closing(argv: list[str], env: dict[str, str], keep: tuple[int, ...]) ->
     bounds = [2, *sorted(keep), 65536]
     for lo, hi in itertools.pairwise(bounds):
         os.closerange(lo + 1, hi)
+    argv = [*TRACE_HEAD, *argv]
     try:
         os.execve(argv[0], argv, env)
     except OSError as exc:

@@ -104,3 +104,9 @@ def test_only_the_clis_processes_count_not_bubblewraps_setup():
     assert [u.path for u in ev.denials] == ["/home/u/.gitconfig"]
     assert all(".ssh" not in u.path for u in ev.paths)
     assert ev.exit.status == 0 and ev.exit.finished
+
+
+def test_short_pids_are_padded_by_strace():
+    t = trace.parse([f"465   1.0 execve({q('/usr/bin/bwrap')}, [{q('bwrap')}], 0x1 /* 1 vars */) = 0",
+                     "465   1.1 +++ exited with 0 +++"])
+    assert t.rejected == 0 and t.calls[0].pid == 465 and t.exits[0].status == 0

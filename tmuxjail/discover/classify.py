@@ -68,6 +68,12 @@ def classify(ev: Evidence, profile, catalogue: dict) -> Classification:
             folded["private-home" if u.area == "home" else u.area] = \
                 folded.get("private-home" if u.area == "home" else u.area, 0) + 1
             continue
+        if u.hidden and (u.area == "system" or (set(u.tried) == {"probe"} and not u.kinds and u.area != "home")):
+            # /sys, /proc, /dev, /run the layout hides, or a mere existence check outside the home
+            # (/.dockerenv, /home): not something a profile grants; counted, not proposed
+            folded["hidden-system" if u.area == "system" else "probed"] = \
+                folded.get("hidden-system" if u.area == "system" else "probed", 0) + 1
+            continue
         if cid := match(u.path, base_caps, home):
             used.add(cid)
         elif cid := match(u.path, other_caps, home):

@@ -137,7 +137,7 @@ def trace_done(path: Path) -> bool:
         size = os.fstat(f.fileno()).st_size
         f.seek(max(0, size - 8192))
         tail = f.read()
-    return re.search(rb"(?m)^" + m.group(1) + rb" \S+ \+\+\+ (exited with|killed by) ", tail) is not None
+    return re.search(rb"(?m)^" + m.group(1) + rb" +\S+ \+\+\+ (exited with|killed by) ", tail) is not None
 
 
 def _session_live(ctx, m: dict) -> bool:
