@@ -46,7 +46,7 @@ def test_control_characters_and_non_ascii_lines_are_rejected():
 
 
 def test_unfinished_and_resumed_calls_are_stitched_per_process():
-    t = run(f"100 1.1 vfork( <unfinished ...>",
+    t = run("100 1.1 vfork( <unfinished ...>",
             f"101 1.2 execve({q('/usr/bin/git')}, [{q('git')}], 0x1 /* 1 vars */ <unfinished ...>",
             "100 1.3 <... vfork resumed>) = 2 /* 101 in strace's PID NS */",
             "101 1.4 <... execve resumed>) = 0",

@@ -135,7 +135,8 @@ def load(config_dir: Path, provider: str, did: str):
     from .. import profiles
 
     data = read(config_dir, did)
-    p = profiles.parse_profile(f"candidate {did}", data, profiles.shared_capabilities(), profiles._read(profiles.SHARED))
+    shared = profiles.shipped()[profiles.SHARED]
+    p = profiles.parse_profile(f"candidate {did}", data, profiles.shared_capabilities(), shared)
     if p.provider != provider:
         raise UsageError(f"candidate {did} is for {p.provider}, not {provider}")
     return p

@@ -174,9 +174,7 @@ def cli_pids(t: trace_mod.Trace) -> tuple[dict[int, int], dict[int, int]]:
     for c in t.calls:
         if c.pid in since:
             continue
-        if inherited(c.pid) is not None:
-            since[c.pid] = c.line
-        elif c.name == "execve" and c.ok and c.pid != root and (bwrap is None or c.string(0) != bwrap):
+        if inherited(c.pid) is not None or (c.name == "execve" and c.ok and c.pid != root and (bwrap is None or c.string(0) != bwrap)):
             since[c.pid] = c.line
     return parent, since
 
@@ -229,15 +227,15 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
         if c.name in ("chdir", "fchdir") and c.ok:
             if c.name == "chdir" and (s := c.string(0)):
                 base = cwd[c.pid]
-                cwd[c.pid] = trace_mod._resolve(base, s[0], s[1])[0].encode()
-            elif c.name == "fchdir" and (d := c.decor(0)):
-                cwd[c.pid] = d
+                cwd[c.pid] = trace_mod.resolve(base, s[0], s[1])[0].encode()
+            elif c.name == "fchdir" and (dirfd := c.decor(0)):
+                cwd[c.pid] = dirfd
 
     paths, denials = [], []
     for path, u in sorted(uses.items()):
         tried = u["tried"]
         hidden = any(e in DENIED for e in tried.values()) or (
-            any(e in HIDDEN for e in tried.values()) and not u["odd"] and u["area"] not in ("unknown",)
+            any(e in HIDDEN for e in tried.values()) and not u["odd"] and u["area"] != "unknown"
             and host_has(path))
         use = PathUse(path=path, area=u["area"], kinds=sorted(u["kinds"]), tried=tried, hidden=hidden,
                       odd=u["odd"], lines=u["lines"])

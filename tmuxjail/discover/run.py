@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import NotApproved, SandboxUnavailable, TmuxjailError, UsageError
@@ -109,7 +109,7 @@ def start(ctx, provider: str, workspaces: tuple[str, ...], args: list[str], non_
     m = {
         "id": did, "provider": provider, "mode": mode, "workspaces": list(ws), "args": list(args),
         "non_interactive": non_interactive, "timeout": timeout, "env_name": env_name, "session": did,
-        "session_id": row.id, "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "session_id": row.id, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "home": pol["home"], "private_home": pol["private_home"],
         "own_dirs": [str(x) for x in ctx.paths.own_dirs()], "install_roots": list(pol["install_roots"]),
         "identity": pol["executable"], "env_provided": _env_names(ctx, pol),
@@ -427,17 +427,29 @@ def render(d: dict) -> str:
 
 def approve_preview(ctx, provider: str, did: str, details: bool, color: bool) -> dict:
     from .. import approvals, profiles
-    from ..approve import _identity
 
     cand = cand_mod.load(ctx.paths.config_dir, provider, did)
     shipped = profiles.load(provider)
-    _, ident = _identity(ctx, provider)
+    ident = _identity(ctx, provider, shipped)
     text = cand_mod.describe(shipped, cand, details, color)
     text += approvals.describe(cand, ident, (), False)[1:]
     return {"provider": provider, "profile_version": cand.profile_version, "profile_hash": cand.hash,
             "executable": approvals.identity_key(ident), "capabilities": list(cand.baseline),
             "labels": {c: cand.capabilities[c].label for c in cand.baseline}, "text": text,
             "diff": cand_mod.as_json(shipped, cand), "candidate": did}
+
+
+def _identity(ctx, provider: str, profile) -> dict:
+    """Today's identity of the provider's executable, as an approval pins it (nothing runs)."""
+    from .. import config as config_mod
+    from .. import identity
+    from ..adapters import get as get_adapter
+
+    cfg = config_mod.load(ctx.paths.config_file)
+    path_env = ctx.env.get("PATH", os.defpath)
+    found = (Path(identity.login_shell()) if provider == "shell"
+             else identity.find(profile.executables, path_env, cfg.executables.get(provider), provider))
+    return identity.resolve(get_adapter(provider), found, path_env, ctx.store).identity.model_dump(mode="json")
 
 
 def confirm_on_terminal(question: str) -> bool:

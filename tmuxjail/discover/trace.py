@@ -117,7 +117,9 @@ def _tokenize(text: str) -> tuple[str, list[tuple[bytes, bool]], list[bytes]] | 
 
 
 def split_args(skel: str) -> tuple[str, ...]:
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in skel:
         if ch in "([{":
             depth += 1
@@ -244,7 +246,7 @@ def decode_path(raw: bytes) -> tuple[str, bool]:
     return text, odd
 
 
-def _resolve(base: bytes | None, raw: bytes, truncated: bool) -> tuple[str, bool]:
+def resolve(base: bytes | None, raw: bytes, truncated: bool) -> tuple[str, bool]:
     text, odd = decode_path(raw)
     odd = odd or truncated
     if text.startswith("/"):
@@ -278,7 +280,7 @@ def accesses(call: Call, cwd: bytes | None = None) -> list[Access]:
         if s is None or s[0] == b"":  # AT_EMPTY_PATH: the fd itself
             return
         base = call.decor(dirfd) if dirfd is not None else cwd
-        path, odd = _resolve(base, s[0], s[1])
+        path, odd = resolve(base, s[0], s[1])
         out.append(Access(path, kind, call.ok, call.errno, call.pid, call.line, odd))
 
     if call.name in RENAMES:
