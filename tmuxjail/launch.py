@@ -163,7 +163,7 @@ def main(argv: list[str]) -> None:
     exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
 
 
-def traced(spec: dict) -> list[str]:
+def traced(spec: dict[str, Any]) -> list[str]:
     """A discovery run: strace, outside the jail, in front of bubblewrap (tmuxjail.discover.trace).
     The trace file must be a new file named `trace` in a directory of its own under the state
     directory's discover/ (where the store lives, which no jail sees): created here with O_EXCL

@@ -128,7 +128,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     Verified mode also needs an approval that covers exactly this profile, executable and
     capability set; without one this raises NotApproved before anything runs."""
     from . import config as config_mod
-    from . import host, identity, policy, profiles
+    from . import host, identity, policy
     from .adapters import get as get_adapter
     from .model import Mode
     from .sandbox import bwrap
