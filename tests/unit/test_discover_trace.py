@@ -110,3 +110,18 @@ def test_short_pids_are_padded_by_strace():
     t = trace.parse([f"465   1.0 execve({q('/usr/bin/bwrap')}, [{q('bwrap')}], 0x1 /* 1 vars */) = 0",
                      "465   1.1 +++ exited with 0 +++"])
     assert t.rejected == 0 and t.calls[0].pid == 465 and t.exits[0].status == 0
+
+
+def test_proxy_log_destinations_are_printable(tmp_path):
+    """The proxy log's host names came from the jail (issue 15's log, read where it exists)."""
+    from types import SimpleNamespace
+
+    from tmuxjail.discover import run
+
+    log = tmp_path / "net" / "abc-1" / "network.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"host": "ex\\u001b[2Jample.com", "port": 443, "decision": "denied"}\nnot json\n')
+    ctx = SimpleNamespace(paths=SimpleNamespace(state_dir=tmp_path))
+    assert run._proxy_log(ctx, {"session_id": "abc-1"}) == [
+        {"host": "ex?[2Jample.com", "port": "443", "decision": "denied"}]
+    assert run._proxy_log(ctx, {"session_id": "other"}) is None

@@ -196,11 +196,13 @@ def _stop(ctx, m: dict) -> None:
 # -- evidence and candidate ----------------------------------------------------------------------
 
 def _proxy_log(ctx, m: dict) -> list[dict] | None:
-    """The per-session proxy log of the network issue (JSON lines: host, port, decision), where
-    that has landed; None when there is none (strict modes then say "not observed")."""
-    path = ctx.paths.state_dir / "network" / f"{m['session_id']}.jsonl"
+    """The session's egress-proxy log (issue 15: state/net/<session id>/network.jsonl, one JSON
+    object per decision), where that has landed; None when there is none (the evidence then says
+    "not observed by a proxy"). Host names in it came from the jail: only printable ASCII is kept."""
+    sid = "".join(c for c in m["session_id"] if c.isalnum() or c in "-_")[:64] or "session"
+    path = ctx.paths.state_dir / "net" / sid / "network.jsonl"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
     out = []
@@ -211,7 +213,8 @@ def _proxy_log(ctx, m: dict) -> list[dict] | None:
             except ValueError:
                 continue
             if isinstance(r, dict):
-                out.append({k: str(r.get(k))[:300] for k in ("host", "port", "decision")})
+                out.append({k: "".join(c if 32 <= ord(c) < 127 else "?" for c in str(r.get(k)))[:300]
+                            for k in ("host", "port", "decision")})
     return out
 
 
