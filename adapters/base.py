@@ -22,6 +22,9 @@ class Adapter:
     # run: Seatbelt cannot nest, and strict bwrap jails refuse nested user namespaces (which
     # Linux CLI sandboxes are built on). In compatibility mode on Linux the CLI keeps its own.
     seatbelt_args: tuple[str, ...] = ()
+    # Set under --network proxy, beside the proxy variables the mechanism sets: whatever makes this
+    # CLI's runtime use them (README, "Network policy", lists what each pinned CLI honours).
+    proxy_env: tuple[tuple[str, str], ...] = ()
 
     def own_sandbox_off(self, exe: list[str], mode: str, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the

@@ -19,4 +19,6 @@ ADAPTER = Cursor(
     home_dirs=(".cursor",),
     install_root_is_dir=True,
     seatbelt_args=("--sandbox", "disabled"),
+    # Its bundled Node's fetch ignores HTTPS_PROXY unless told (documented, not run here).
+    proxy_env=(("NODE_USE_ENV_PROXY", "1"),),
 )

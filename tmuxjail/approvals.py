@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .netpolicy import DOMAIN_ITEM, is_domain_item
+
 if TYPE_CHECKING:
     from .model import Profile
 
@@ -56,20 +58,32 @@ def missing(approvals: list[Record], profile: Profile, identity: Record, caps: I
     best = max(same_exe, key=lambda a: len(set(caps) & set(a["capabilities"])))
     for cid in caps:
         if cid not in best["capabilities"]:
-            reasons.append(f"capability not approved: {profile.capabilities[cid].label} ({cid})")
+            reasons.append(f"capability not approved: {label(profile, cid)} ({cid})")
     return reasons
+
+
+def label(profile: Profile, item: str) -> str:
+    """A capability's label; an extra domain (verified mode) is an approval item of its own."""
+    if is_domain_item(item):
+        return f"Reach {item[len(DOMAIN_ITEM):]} through the proxy"
+    return profile.capabilities[item].label
 
 
 def fix_command(provider: str, caps: Iterable[str], baseline: Iterable[str]) -> str:
     baseline = set(baseline)
     extra = [c for c in caps if c not in baseline]
-    return " ".join(["tmuxjail approve", provider, *(f"--capability {c}" for c in extra)])
+    return " ".join(["tmuxjail approve", provider,
+                     *(f"--allow-domain {c[len(DOMAIN_ITEM):]}" if is_domain_item(c) else f"--capability {c}"
+                       for c in extra)])
 
 
 def describe(profile: Profile, identity: Record, caps: Iterable[str], details: bool) -> list[str]:
     """Exactly what an approval grants, in words first; --details adds paths, names and hosts."""
     lines = [f"{profile.display_name} (profile {profile.provider} v{profile.profile_version}, {profile.certification})"]
     for cid in caps:
+        if is_domain_item(cid):
+            lines.append(f"  - {label(profile, cid)}   [added domain]")
+            continue
         cap = profile.capabilities[cid]
         lines.append(f"  - {cap.label}" + ("   [unverified]" if cap.unverified else ""))
         if details:
@@ -77,8 +91,8 @@ def describe(profile: Profile, identity: Record, caps: Iterable[str], details: b
                 lines.append(f"      {g.access} {g.kind} {g.path}{' (if present)' if g.optional else ''}")
             if cap.env:
                 lines.append("      env: " + " ".join(cap.env))
-            if cap.hosts:
-                lines.append("      hosts: " + " ".join(cap.hosts))
+            if cap.network:
+                lines.append("      network: " + " ".join(cap.network))
     lines.append(f"  executable: {identity['path']}")
     lines.append(f"    version {identity['version']}, {identity['sha256']}")
     for path, digest in identity.get("extra", ()):

@@ -29,8 +29,10 @@ def _identity(ctx, provider: str):
     return profile, resolved.identity.model_dump(mode="json")
 
 
-def preview(ctx, provider: str, capabilities: tuple[str, ...], details: bool) -> dict:
-    from . import approvals
+def preview(ctx, provider: str, capabilities: tuple[str, ...], details: bool,
+            domains: tuple[str, ...] = ()) -> dict:
+    """domains: --allow-domain patterns to approve beyond what the capabilities declare."""
+    from . import approvals, netpolicy
 
     profile, ident = _identity(ctx, provider)
     unknown = [c for c in capabilities if c not in profile.optional]
@@ -38,10 +40,13 @@ def preview(ctx, provider: str, capabilities: tuple[str, ...], details: bool) ->
         raise UsageError(f"{provider}: unknown capability {unknown[0]!r}",
                          hint=f"see: tmuxjail profiles show {provider}")
     caps = tuple(dict.fromkeys((*profile.baseline, *capabilities)))
+    asked = netpolicy.normalize(netpolicy.check_pattern(d) for d in domains)
+    extra = netpolicy.extra_domains(asked, netpolicy.declared(profile, caps))
+    caps = (*caps, *(netpolicy.DOMAIN_ITEM + d for d in extra))
     return {
         "provider": provider, "profile_version": profile.profile_version, "profile_hash": profile.hash,
         "executable": approvals.identity_key(ident), "capabilities": list(caps),
-        "labels": {c: profile.capabilities[c].label for c in caps},
+        "labels": {c: approvals.label(profile, c) for c in caps},
         "text": approvals.describe(profile, ident, caps, details),
     }
 
@@ -72,7 +77,7 @@ def preflight(ctx, opts) -> dict:
     workspaces = sessions._canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
     _, pol, fp, *_, approval = sessions._resolve(
         ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-        network=opts.network, candidate=opts.candidate)
+        network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
     return {"ok": True, "provider": opts.provider, "mode": pol["mode"], "fingerprint": fp,
             "workspace": workspaces[0], "capabilities": list(pol["capabilities"]),
             "approval": approval["id"] if approval else None}

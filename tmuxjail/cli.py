@@ -16,6 +16,9 @@ exit codes: 0 ok, 1 error, 2 usage or bad input, 3 resume refused,
 
 PROVIDERS = ("codex", "claude-code", "cursor", "pi", "shell")
 MODES = ("compatibility", "isolated", "verified")
+ALLOW_DOMAIN_HELP = ("with --network proxy (repeatable; example.com, *.example.com for its subdomains, * for all): "
+                     "in isolated and compatibility the jail reaches ONLY these (it replaces *); in verified they "
+                     "are ADDED to the profile's domains and need approval (tmuxjail approve PROVIDER --allow-domain D)")
 
 
 def _parser():
@@ -52,8 +55,10 @@ def _parser():
     s.add_argument("--env", dest="env_name", default="default", metavar="NAME",
                    help="private-home environment for isolated mode (default: default)")
     s.add_argument("--network", choices=("host", "none", "proxy"), default=None,
-                   help="host: the host's network; none: only the jail's own loopback (default: from config, host;"
-                        " proxy is not available yet)")
+                   help="host: the host's network; none: only the jail's own loopback; proxy: only through the "
+                        "session's proxy, to public destinations its allow list names (default: from config, host)")
+    s.add_argument("--allow-domain", action="append", default=None, metavar="PATTERN", dest="allow_domain",
+                   help=ALLOW_DOMAIN_HELP)
     s.add_argument("--capability", action="append", default=[], metavar="ID",
                    help="optional capability to add (verified mode)")
     s.add_argument("--detach", action="store_true", help="do not attach or switch the client")
@@ -143,6 +148,8 @@ def _parser():
              "tmuxjail approve codex --capability git-identity")
     ap.add_argument("provider")
     ap.add_argument("--capability", action="append", default=[], metavar="ID", help="optional capability to include")
+    ap.add_argument("--allow-domain", action="append", default=[], metavar="PATTERN", dest="allow_domain",
+                    help="a domain verified sessions may reach beyond what the capabilities declare (repeatable)")
     ap.add_argument("--yes", action="store_true", help="do not ask (for scripts that already reviewed it)")
     ap.add_argument("--details", action="store_true", help="also show paths, env names and hosts")
     ap.add_argument("--candidate", metavar="ID",
@@ -173,6 +180,8 @@ def _parser():
     pf.add_argument("--workspace", action="append", default=[], metavar="DIR")
     pf.add_argument("--env", dest="env_name", default="default", metavar="NAME")
     pf.add_argument("--network", choices=("host", "none", "proxy"), default=None)
+    pf.add_argument("--allow-domain", action="append", default=None, metavar="PATTERN", dest="allow_domain",
+                    help=ALLOW_DOMAIN_HELP)
     pf.add_argument("--capability", action="append", default=[], metavar="ID")
     pf.add_argument("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy")
     pf.add_argument("--candidate", metavar="ID", help="an approved discovery candidate as the profile")
@@ -405,7 +414,8 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
             name=args.name, env_name=args.env_name, capabilities=tuple(args.capability),
             detach=args.detach, non_interactive=args.non_interactive, dry_run=args.dry_run,
             args=tuple(passthrough), backend=args.backend, restriction=_restriction(args.restrict),
-            network=args.network, candidate=args.candidate)
+            network=args.network, candidate=args.candidate,
+            allow_domains=_domains(args))
         place = None
         if (args.here or args.split) and not args.dry_run:
             from .panes import here
@@ -419,7 +429,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
                     or not (sys.stdin.isatty() and sys.stdout.isatty()):
                 raise
             print(f"tmuxjail: {exc.message}")
-            if not _approve(ctx, args.provider, args.capability, False, False, False):
+            if not _approve(ctx, args.provider, args.capability, False, False, False, args.allow_domain or ()):
                 raise
             result = sessions.start(ctx, opts, place)
         if args.dry_run:
@@ -512,7 +522,7 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
 
         return approve_candidate(ctx, args, json_out)
     if args.command == "approve":
-        approval = _approve(ctx, args.provider, args.capability, args.yes, args.details, json_out)
+        approval = _approve(ctx, args.provider, args.capability, args.yes, args.details, json_out, args.allow_domain)
         if approval is None:
             return 1
         _print_json(approval) if json_out else print(f"approved ({approval['id']})")
@@ -542,7 +552,8 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         opts = sessions.StartOptions(
             provider=args.provider, mode=args.mode, workspaces=tuple(args.workspace), env_name=args.env_name,
             capabilities=tuple(args.capability), non_interactive=True, restriction=_restriction(args.restrict),
-            network=args.network, candidate=args.candidate)
+            network=args.network, candidate=args.candidate,
+            allow_domains=_domains(args))
         result = approve.preflight(ctx, opts)
         _print_json(result) if json_out else print(f"ok: {result['mode']} {result['fingerprint']}")
         return 0
@@ -592,8 +603,8 @@ def _profiles(args, json_out: bool) -> int:
                         print(f"  {'':22}   {g.access} {g.kind} {g.path}{' (if present)' if g.optional else ''}")
                     if cap.env:
                         print(f"  {'':22}   env: {' '.join(cap.env)}")
-                    if cap.hosts:
-                        print(f"  {'':22}   hosts: {' '.join(cap.hosts)}")
+                    if cap.network:
+                        print(f"  {'':22}   network: {' '.join(cap.network)}")
         if args.details:
             print(f"executables: {', '.join(p.executables)}; supported versions: {p.supported_versions or 'any'}")
             print(f"certified on: {', '.join(p.certified_versions) or 'none yet'}; hash: {p.hash}")
@@ -629,11 +640,16 @@ def _confirm(question: str) -> bool:
         return False
 
 
-def _approve(ctx, provider: str, capabilities, yes: bool, details: bool, json_out: bool) -> dict | None:
+def _domains(args) -> tuple[str, ...] | None:
+    return None if args.allow_domain is None else tuple(args.allow_domain)
+
+
+def _approve(ctx, provider: str, capabilities, yes: bool, details: bool, json_out: bool,
+             domains=()) -> dict | None:
     from . import approve
     from .errors import UsageError
 
-    plan = approve.preview(ctx, provider, tuple(capabilities), details)
+    plan = approve.preview(ctx, provider, tuple(capabilities), details, tuple(domains))
     if not json_out:
         print("This approval lets verified-mode sessions use:")
         print("\n".join(plan["text"]))

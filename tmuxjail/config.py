@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, TmuxjailError
+from .netpolicy import ANY, check_pattern
 
 MODES = ("compatibility", "isolated", "verified")
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
@@ -45,6 +46,8 @@ class Config:
     network: dict[str, str] = field(default_factory=lambda: dict.fromkeys(MODES, DEFAULT_NETWORK))
     # [network.resolve]: (name, address, test_upstream), sorted; see _resolve_table.
     resolve: tuple[tuple[str, str, bool], ...] = ()
+    # mode -> the widest domain patterns a proxied jail of that mode may reach (netpolicy).
+    allow_domains: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict.fromkeys(MODES, (ANY,)))
 
 
 def _limits(raw: object, source: str) -> dict[str, Any]:
@@ -96,8 +99,21 @@ def _resolve_table(raw: object, source: str) -> tuple[tuple[str, str, bool], ...
     return tuple(sorted(out))
 
 
+def _allow_domains(raw: object, source: str) -> dict[str, tuple[str, ...]]:
+    where = f"{source}: network.allow_domains"
+    if not isinstance(raw, dict) or set(raw) - set(MODES):
+        raise ConfigError(f"{where}: must be a table of mode = [domain patterns]")
+    out = {}
+    for m in MODES:
+        value = raw.get(m, [ANY])
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}.{m}: must be a list of domain patterns")
+        out[m] = tuple(check_pattern(p, f"{where}.{m}", ConfigError) for p in value)
+    return out
+
+
 def _network(raw: object, source: str, env_network: str | None) -> dict[str, str]:
-    if not isinstance(raw, dict) or set(raw) - {*MODES, "resolve"}:
+    if not isinstance(raw, dict) or set(raw) - {*MODES, "resolve", "allow_domains"}:
         raise ConfigError(f"{source}: network: must be a table of mode = \"host\", \"proxy\" or \"none\"")
     out = {m: check_network(raw.get(m, DEFAULT_NETWORK), f"{source}: network.{m}") for m in MODES}
     if env_network:
@@ -149,10 +165,12 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
             executables[name] = exe
     limits = _limits(raw.get("limits", {}), source)
     network = _network(raw.get("network", {}), source, env_network)
+    allow_domains = _allow_domains(raw.get("network", {}).get("allow_domains", {}), source)
     return Config(
         limits=limits,
         network=network,
         resolve=_resolve_table(raw.get("network", {}).get("resolve", {}), source),
+        allow_domains=allow_domains,
         default_mode=default,
         allowed_modes=tuple(m for m in MODES if m in allowed),
         allow_unguarded_compatibility=unguarded,

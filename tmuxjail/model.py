@@ -56,7 +56,8 @@ class Capability(_Frozen):
     description: str = ""
     paths: tuple[PathGrant, ...] = ()
     env: tuple[str, ...] = ()
-    hosts: tuple[str, ...] = ()
+    # Domain patterns the capability needs to reach through a proxied jail's proxy (netpolicy).
+    network: tuple[str, ...] = ()
     unverified: bool = False
 
     @field_validator("id")

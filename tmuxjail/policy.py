@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from .canon import fingerprint as _fingerprint
+from . import netpolicy
 from .config import NETWORKS
 from .errors import NotApproved, UsageError
 from .model import Limits, Mode, Network, Policy, Profile
-from .netcheck import check_patterns
 
 if TYPE_CHECKING:
     from .adapters.base import Adapter
@@ -63,7 +63,7 @@ class Request:
     env_name: str = "default"
     capabilities: tuple[str, ...] = ()
     network: str | None = None  # None: the config's for this mode
-    allow_domains: tuple[str, ...] = ()  # extra domain patterns (proxy only)
+    allow_domains: tuple[str, ...] = ()  # --allow-domain (netpolicy: narrows, or in verified adds)
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class Facts:
     limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of model.Limits
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
     resolve: tuple[tuple[str, str, bool], ...] = ()  # the config's [network.resolve] (proxy only)
+    allow_ceiling: tuple[str, ...] = (netpolicy.ANY,)  # the config's allow_domains for this mode
     # What the launcher runs outside every jail (tmuxjail's package, venv, interpreter, stdlib,
     # bwrap) where a jail of this user could write it: read-only in compatibility jails.
     own_install: tuple[str, ...] = ()
@@ -103,20 +104,6 @@ def _network(req: Request, facts: Facts) -> Network:
             hint=f"the config (or TMUXJAIL_NETWORK) allows {facts.network} there", data={"reason": "network"},
         )
     return cast("Network", want)  # one of NETWORKS: checked above
-
-
-def _allow_domains(req: Request, profile: Profile, caps: Iterable[str], network: str) -> tuple[str, ...]:
-    """What the proxy allows: every public destination, except in verified mode, where only the
-    hosts the profile's capabilities in use declare; plus the request's own."""
-    if network != "proxy":
-        if req.allow_domains:
-            raise UsageError("--allow-domain applies to --network proxy only")
-        return ()
-    if req.mode is Mode.verified:
-        declared = [h for cid in caps for h in profile.capabilities[cid].hosts]
-    else:
-        declared = ["*"]
-    return check_patterns((*declared, *req.allow_domains), "allow_domains", UsageError)
 
 
 def _inside(path: str, root: str) -> bool:
@@ -221,6 +208,8 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     caps = tuple(dict.fromkeys((*profile.baseline, *req.capabilities)))
     resolved = facts.executable
     network = _network(req, facts)
+    allow_domains = netpolicy.allowlist(mode.value, network, req.allow_domains,
+                                        netpolicy.declared(profile, caps), facts.allow_ceiling)
     if mode.strict:
         _check_install_roots(resolved.install_roots, facts)
 
@@ -245,11 +234,15 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         declared = {n for cid in caps for n in profile.capabilities[cid].env}
         env_names = tuple(sorted(n for n in {*BASE_ENV, *declared}
                                  if n not in INJECTION_ENV and not never_passed(n)))
+        if network == "proxy":  # the jail's own proxy variables replace the host's
+            env_names = netpolicy.strip_proxy_env(env_names)
         env_set = {
             "HOME": facts.home, "USER": facts.user, "LOGNAME": facts.user,
             "SHELL": facts.login_shell, "PATH": STRICT_PATH, "TMPDIR": "/tmp",
         }
     env_set.update(adapter.env(facts.home, mode.value, facts.uid))
+    if network == "proxy":
+        env_set.update(adapter.proxy_env)
 
     # Compatibility leaves the config readable only when it has a directory of its own: on macOS
     # platformdirs puts config, state and data in one directory, which stays hidden whole.
@@ -276,7 +269,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         capabilities=caps,
         limits=Limits(**facts.limits),
         network=network,
-        allow_domains=_allow_domains(req, profile, caps, network),
+        allow_domains=allow_domains,
         resolve=facts.resolve if network == "proxy" else (),
     )
 

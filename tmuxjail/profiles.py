@@ -50,6 +50,7 @@ def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_
         profile = Profile.model_validate(raw)
     except (ValidationError, TypeError) as exc:
         raise UsageError(validation_message(name, exc)) from None
+    _check_network(name, profile.capabilities.values())
     known = {**shared, **profile.capabilities}
     for field in ("baseline", "optional"):
         for cid in getattr(profile, field):
@@ -62,12 +63,22 @@ def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_
     return profile.model_copy(update={"capabilities": merged, "hash": "sha256:" + digest})
 
 
+def _check_network(name: str, caps) -> None:
+    from .netpolicy import check_pattern
+
+    for cap in caps:
+        for pattern in cap.network:
+            check_pattern(pattern, f"{name}: capabilities.{cap.id}.network")
+
+
 def parse_shared(data: bytes) -> dict[str, Capability]:
     from pydantic import ValidationError
 
     try:
         raw = tomllib.loads(data.decode("utf-8")).get("capabilities", {})
-        return {cid: Capability.model_validate({"id": cid, **body}) for cid, body in raw.items()}
+        caps = {cid: Capability.model_validate({"id": cid, **body}) for cid, body in raw.items()}
+        _check_network(SHARED, caps.values())
+        return caps
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{SHARED}: not valid TOML: {exc}") from None
     except (ValidationError, TypeError) as exc:

@@ -95,8 +95,8 @@ def where_it_runs(ctx: Context, row, action: str) -> Context:
 StartOptions = namedtuple(
     "StartOptions",
     "provider mode workspaces name env_name capabilities detach non_interactive dry_run args backend restriction "
-    "network trace candidate",
-    defaults=(None, (), None, "default", (), False, False, False, (), None, None, None, None, None),
+    "network trace candidate allow_domains",
+    defaults=(None, (), None, "default", (), False, False, False, (), None, None, None, None, None, None),
 )
 
 
@@ -123,7 +123,8 @@ def _canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
 
 def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
              env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
-             gate: bool = True, network: str | None = None, candidate: str | None = None):
+             gate: bool = True, network: str | None = None, candidate: str | None = None,
+             allow_domains: tuple[str, ...] | None = None):
     """Everything a start or resume needs, from today's inputs: (request, policy, fp, bits).
     Verified mode also needs an approval that covers exactly this profile, executable and
     capability set; without one this raises NotApproved before anything runs."""
@@ -183,7 +184,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     home = str(p.home)
     pw = pwd.getpwuid(os.getuid())
     req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
-                         capabilities=tuple(capabilities), network=network)
+                         capabilities=tuple(capabilities), network=network, allow_domains=allow_domains)
     declared = [
         g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths
     ]
@@ -194,6 +195,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=_git_paths(workspaces) if mode.strict else (),
         realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value], resolve=cfg.resolve,
+        allow_ceiling=cfg.allow_domains[mode.value],
         own_install=() if mode.strict else host.own_install(),
     )
     if restriction is not None:
@@ -269,11 +271,14 @@ def _check_root_process_limit(cfg) -> None:
 def _approval_for(store, profile, pol: dict) -> dict:
     from . import approvals
 
+    from .netpolicy import approval_items
+
+    items = approval_items(profile, pol)  # capabilities, plus domain:X for each domain added
     granted = store.approvals(profile.provider)
-    found = approvals.find(granted, profile.provider, profile.hash, pol["executable"], pol["capabilities"])
+    found = approvals.find(granted, profile.provider, profile.hash, pol["executable"], items)
     if found is None:
-        missing = approvals.missing(granted, profile, pol["executable"], pol["capabilities"])
-        fix = approvals.fix_command(profile.provider, pol["capabilities"], profile.baseline)
+        missing = approvals.missing(granted, profile, pol["executable"], items)
+        fix = approvals.fix_command(profile.provider, items, profile.baseline)
         if "+" in profile.profile_version:  # a discovery candidate (tmuxjail.discover.candidate)
             fix = f"tmuxjail approve {profile.provider} --candidate {profile.profile_version.split('+', 1)[1]}"
         raise NotApproved(
@@ -505,7 +510,7 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
     _req, pol, fp, adapter, resolved, backend, unguarded, approval = _resolve(
         ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
         gate=not opts.dry_run, network=opts.network,  # a dry run shows what would need approving
-        candidate=opts.candidate)
+        candidate=opts.candidate, allow_domains=opts.allow_domains)
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(resolved.argv, pol["mode"], pol["backend"])
     cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
@@ -549,7 +554,8 @@ def start(ctx: Context, opts: StartOptions, place=None) -> dict:
         raise UsageError(f"a tmux session named {name!r} already exists on this server")
     request = {"provider": opts.provider, "mode": pol["mode"], "workspaces": list(workspaces),
                "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
-               "restriction": opts.restriction, "network": opts.network}
+               "restriction": opts.restriction, "network": opts.network,
+               "allow_domains": opts.allow_domains}
     if opts.candidate is not None:
         request["candidate"] = opts.candidate
     if place is not None:
@@ -629,7 +635,8 @@ def recompute(ctx: Context, row) -> tuple[str, dict, list[str]]:
             return "", {}, ["workspace"]
         _, pol, fp, *_ = _resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
                                   tuple(r.get("capabilities", ())), r.get("restriction"), gate=False,
-                                  network=r.get("network"), candidate=r.get("candidate"))
+                                  network=r.get("network"), candidate=r.get("candidate"),
+                                  allow_domains=r.get("allow_domains"))
     except NotApproved as exc:
         return "", {}, [exc.data.get("reason", "mode")]
     except ConfigError as exc:

@@ -267,6 +267,8 @@ def test_show_and_list_name_the_network(jail_env):
     assert env.json("show", "j")["policy"]["network"] == "none"
     assert "network: none" in env.run("show", "j", check=True).stdout
     assert [r["network"] for r in env.json("list")] == ["none"]
+    proc = env.run("start", "shell", "--mode", "isolated", "--network", "bogus", "--name", "p", "--detach")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
 def test_each_pane_of_a_none_session_has_its_own_loopback(jail_env):

@@ -39,6 +39,9 @@ def test_config_network_per_mode_and_the_environment_only_narrows():
     assert c.network == {"compatibility": "host", "isolated": "none", "verified": "host"}
     assert config.parse('[network]\nisolated = "none"\n', "c.toml", env_network="host").network == c.network
     assert config.parse("", "c.toml", env_network="none").network == dict.fromkeys(MODES, "none")
+    # proxy lies between: it narrows host, never widens none.
+    c = config.parse('[network]\nisolated = "none"\n', "c.toml", env_network="proxy")
+    assert c.network == {"compatibility": "proxy", "isolated": "none", "verified": "proxy"}
 
 
 @pytest.mark.parametrize("text,env,needle", [
