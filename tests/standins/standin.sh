@@ -18,7 +18,8 @@ done
   echo "home: $HOME"
   echo "home-list: $(ls -A "$HOME" 2>/dev/null | tr '\n' ' ')"
   echo "env-names: $(env | sed 's/=.*//' | sort | tr '\n' ' ')"
-  for v in CODEX_HOME CLAUDE_CONFIG_DIR CLAUDE_CODE_TMPDIR PI_CODING_AGENT_DIR CURSOR_CONFIG_DIR TMUX OPENAI_API_KEY UNDECLARED_SECRET; do
+  for v in CODEX_HOME CLAUDE_CONFIG_DIR CLAUDE_CODE_TMPDIR PI_CODING_AGENT_DIR CURSOR_CONFIG_DIR TMUX OPENAI_API_KEY UNDECLARED_SECRET \
+           HTTPS_PROXY https_proxy HTTP_PROXY ALL_PROXY NO_PROXY no_proxy; do
     eval "val=\${$v-}"; [ -n "$val" ] && echo "env-$v: $val"
   done
   if echo ok > "$PWD/.standin-write-test" 2>/dev/null; then echo "write-workspace: ok"; else echo "write-workspace: denied"; fi
