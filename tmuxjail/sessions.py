@@ -184,7 +184,7 @@ def _resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tup
     home = str(p.home)
     pw = pwd.getpwuid(os.getuid())
     req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
-                         capabilities=tuple(capabilities), network=network, allow_domains=allow_domains)
+                         capabilities=tuple(capabilities), network=network, allow_domains=tuple(allow_domains or ()))
     declared = [
         g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths
     ]

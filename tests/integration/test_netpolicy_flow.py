@@ -135,6 +135,6 @@ def test_bad_patterns_are_usage_errors(jail_env):
     env = jail_env
     for bad in ("127.0.0.1", "localhost", "*.", "a.*.com"):
         proc = start(env, "shell", "isolated", "--network", "proxy", "--allow-domain", bad)
-        assert proc.returncode == 2 and "not a domain pattern" in proc.stderr and "Traceback" not in proc.stderr
+        assert proc.returncode == 2 and "--allow-domain" in proc.stderr and "Traceback" not in proc.stderr
     proc = start(env, "shell", "isolated", "--network", "none", "--allow-domain", "pypi.org")
     assert proc.returncode == 2 and "--network proxy" in proc.stderr

@@ -128,4 +128,5 @@ def test_policy_proxy_allow_domains_per_mode_and_fingerprint():
     assert resolve("verified", "proxy")["allow_domains"] == ["api.openai.com", "auth.openai.com", "chatgpt.com"]
     host = resolve("isolated")
     assert "allow_domains" not in host and "resolve" not in host  # host/none fingerprints unchanged
-    assert policy.diff(host, iso) == ["network"]
+    # environment too: under proxy the host's HTTPS_PROXY & co. (which codex.cli declares) stay out
+    assert policy.diff(host, iso) == ["environment", "network"]
