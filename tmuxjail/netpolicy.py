@@ -35,7 +35,7 @@ def check_pattern(pattern: object, where: str = "--allow-domain", error: type[Us
 
 def covers(wide: str, narrow: str) -> bool:
     """Every name `narrow` matches is matched by `wide`."""
-    if wide == ANY or wide == narrow:
+    if wide in (ANY, narrow):
         return True
     if narrow == ANY or not wide.startswith("*."):
         return False

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from .canon import fingerprint as _fingerprint
 from . import netpolicy
+from .canon import fingerprint as _fingerprint
 from .config import NETWORKS
 from .errors import NotApproved, UsageError
 from .model import Limits, Mode, Network, Policy, Profile

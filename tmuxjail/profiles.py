@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -63,7 +64,7 @@ def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_
     return profile.model_copy(update={"capabilities": merged, "hash": "sha256:" + digest})
 
 
-def _check_network(name: str, caps) -> None:
+def _check_network(name: str, caps: Iterable[Capability]) -> None:
     from .netpolicy import check_pattern
 
     for cap in caps:

@@ -270,7 +270,6 @@ def _check_root_process_limit(cfg) -> None:
 
 def _approval_for(store, profile, pol: dict) -> dict:
     from . import approvals
-
     from .netpolicy import approval_items
 
     items = approval_items(profile, pol)  # capabilities, plus domain:X for each domain added
