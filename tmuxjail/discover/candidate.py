@@ -55,8 +55,8 @@ def _cap_table(cid: str, cap) -> list[str]:
         lines.append(f"paths = [{grants}]")
     if cap.env:
         lines.append(f"env = {_list(cap.env)}")
-    if cap.hosts:
-        lines.append(f"hosts = {_list(cap.hosts)}")
+    if cap.network:
+        lines.append(f"network = {_list(cap.network)}")
     if cap.unverified:
         lines.append("unverified = true")
     return lines
@@ -162,8 +162,8 @@ def describe(shipped, cand, details: bool, color: bool) -> list[str]:
             out += [f"      {g.access} {g.kind} {g.path}{' (if present)' if g.optional else ''}" for g in cap.paths]
             if cap.env:
                 out.append("      env: " + " ".join(cap.env))
-            if cap.hosts:
-                out.append("      hosts: " + " ".join(cap.hosts))
+            if cap.network:
+                out.append("      network: " + " ".join(cap.network))
         return out
 
     lines = [f"Candidate {cand.profile_version} for {shipped.display_name}, against the shipped profile "
