@@ -187,3 +187,23 @@ def test_terminal_approval_then_replay_reports_the_token_denied(world):
     ev = show(env, rep["id"])["evidence"]
     assert ev["mode"] == "verified"
     assert f"{h}/.gitconfig" in by_path(ev["paths"])  # granted now: read for real
+
+
+def test_interactive_discovery_attaches_and_ends_with_the_cli(world):
+    """Without --non-interactive the user's terminal is attached to the observed pane; when the
+    CLI exits, tmuxjail ends the session and shows the evidence."""
+    env = world
+    code, out = _on_a_terminal(env, "discover", "codex", timeout=90)
+    assert code == 0, out
+    assert "discovery codex-ws-1" in out and "would-be denials" in out and "NOT approved" in out
+    assert env.json("discover", "list")[0]["finished"] is True
+    assert not env.tmux("list-sessions", "-F", "#{session_name}", check=False).strip()
+
+
+def test_discovery_refuses_without_a_terminal_or_strace_args(world):
+    env = world
+    r = env.run("discover", "codex")  # no terminal, not --non-interactive
+    assert r.returncode == 2 and "--non-interactive" in r.stderr
+    assert env.run("discover", "show", "../x").returncode == 2
+    assert env.run("discover", "replay").returncode == 2
+    assert env.run("discover", "codex", "--non-interactive", "--timeout", "0").returncode == 2
