@@ -90,6 +90,9 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     machine = platform.machine()
     add("seccomp filter", seccomp.supported(machine), f"TIOCSTI/TIOCLINUX filter for {machine}",
         "no fix on this machine: strict modes refuse to run")
+    strace = os.access("/usr/bin/strace", os.X_OK)  # tmuxjail.discover.trace.STRACE
+    add("strace", strace, "/usr/bin/strace (tmuxjail discover traces the jail with it)" if strace else "not installed",
+        "sudo apt-get install -y strace   (only `tmuxjail discover` needs it)", required=False)
     from .sandbox import landlock
 
     ll = landlock.abi()
