@@ -266,12 +266,17 @@ class Run:
         self.real_env = real_env
         self.real_home = Path(real_env.get("HOME") or os.path.expanduser("~"))
         base = real_env.get("TMUXJAIL_CERTIFY_SCRATCH") or ("/var/tmp" if os.path.isdir("/var/tmp") else None)
-        # Not under /tmp: Codex refuses to create its helper links under the temp dir.
+        # Not under /tmp: Codex refuses to create its helper links (codex-linux-sandbox, which its
+        # bwrap execs by name) when CODEX_HOME is under the temp dir, so its own sandbox cannot start.
         self.root = Path(tempfile.mkdtemp(prefix="tmuxjail-certify-", dir=base))
         self.home = self.root / "home"
         self.ws = self.root / "workspace"
         self.outside = self.root / "outside"
-        for d in (self.home, self.ws, self.outside, self.ws / ".certify"):
+        # A scratch dir chosen under the temp dir (the tests' TMUXJAIL_CERTIFY_SCRATCH) gets a temp
+        # dir of its own beside the home, as a real account's home is not inside its temp dir.
+        tmp = Path(real_env.get("TMPDIR") or "/tmp").resolve()
+        self.tmpdir = self.root / "tmp" if self.root.resolve().is_relative_to(tmp) else None
+        for d in (self.home, self.ws, self.outside, self.ws / ".certify", *filter(None, [self.tmpdir])):
             d.mkdir(parents=True, exist_ok=True)
         for own in (".config/tmuxjail", ".local/state/tmuxjail", ".local/share/tmuxjail"):
             (self.home / own).mkdir(parents=True, mode=0o700)
@@ -305,6 +310,8 @@ class Run:
         env.update(HOME=str(h), XDG_CONFIG_HOME=str(h / ".config"), XDG_STATE_HOME=str(h / ".local/state"),
                    XDG_DATA_HOME=str(h / ".local/share"), XDG_CACHE_HOME=str(h / ".cache"),
                    TERM="xterm-256color", LANG=env.get("LANG") or "C.UTF-8", **self.driver.env)
+        if self.tmpdir:
+            env["TMPDIR"] = str(self.tmpdir)
         if self.standin:
             env["PATH"] = f"{h}/.local/bin:" + env.get("PATH", os.defpath)
         return env
@@ -525,6 +532,8 @@ def certify_mode(run: Run, mode: str, resolved) -> dict:
         if run.provider == "codex":
             nested = out.exists()
             why = next((ln for ln in screen.splitlines() if "bwrap" in ln), None)
+            if "under temporary dir" in screen:  # Codex's own words: CODEX_HOME is inside TMPDIR
+                why = f"{why}: codex made no codex-linux-sandbox link because CODEX_HOME is under the temp dir"
             if not nested:
                 # Root in the jail has no CAP_SETFCAP, which Linux >= 5.12 requires to map uid 0
                 # into a nested user namespace: Codex's bwrap cannot start. Its child still runs

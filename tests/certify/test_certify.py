@@ -81,6 +81,10 @@ def test_certify_codex(tmp_path, mode):
     assert checks["no process left after stop (no codex app-server)"]["ok"]
     assert checks["codex: no daemon copy in CODEX_HOME"]["ok"]
     assert names(checks, "codex: its own bwrap")
+    if mode == "compatibility" and os.getuid() != 0:
+        # Issue 12.11: Codex's own bwrap really nests in our compatibility jail as a user (its
+        # codex-linux-sandbox link exists because the scratch HOME is not inside TMPDIR).
+        assert checks["codex: its own bwrap nests inside ours"]["observed"]["nested"] is True
     assert checks["state written"]["ok"] and ".codex/installation_id" in checks["state written"]["observed"]["files"]
 
 
