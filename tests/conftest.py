@@ -108,7 +108,8 @@ class Env:
         return json.loads(proc.stdout)
 
     def tmux(self, *args, check=True) -> str:
-        proc = subprocess.run(["tmux", *self.tmux_flags, *args], capture_output=True, text=True,
+        # -u: what tmux prints is read byte for byte, also under LC_ALL=C (the newcomer tier).
+        proc = subprocess.run(["tmux", "-u", *self.tmux_flags, *args], capture_output=True, text=True,
                               env=self.environ())
         if check and proc.returncode != 0:
             raise AssertionError(f"tmux {args}: {proc.stderr}")

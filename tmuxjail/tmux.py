@@ -120,8 +120,10 @@ class Tmux:
         return self.binary
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        # -u: the bytes as they are under any locale; under LC_ALL=C tmux prints `_` for each
+        # non-ASCII or control character, and a pane's directory would read as another path.
         proc = subprocess.run(
-            [self.require(), *self.base, *args], env=self.env, capture_output=True, text=True,
+            [self.require(), "-u", *self.base, *args], env=self.env, capture_output=True, text=True,
             stdin=subprocess.DEVNULL,
         )
         if check and proc.returncode != 0:

@@ -62,6 +62,24 @@ def test_c_locale_with_a_named_server(jail_env):
     assert "running" in env.run("list", check=True).stdout
 
 
+def test_start_menu_reads_a_non_ascii_directory_exactly_in_the_c_locale(jail_env):
+    """Under LC_ALL=C a tmux client prints `_` for every non-ASCII or control character: the start
+    menu's item would read `caf_` for a pane in `café` (a directory anything in the home could
+    have made) and start the new jail there. tmuxjail's tmux client reads bytes as they are."""
+    env = jail_env
+    env.vars.pop("LANG")
+    env.vars["LC_ALL"] = "C"
+    real, decoy = env.ws / "café", env.ws / "caf_"
+    real.mkdir()
+    decoy.mkdir()
+    env.tmux("-f", "/dev/null", "new-session", "-d", "-s", "plain", "-c", str(real))
+    pane = env.tmux("display-message", "-p", "-t", "=plain:", "#{pane_id}").strip()
+    proc = env.run("menu", "_start", "shell", "isolated", "-t", pane)
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in env.json("list") if r["name"] != "plain"]
+    assert [r["workspace"] for r in rows] == [str(real)]
+
+
 def test_tmux_tmpdir_that_does_not_exist_yet(jail_env):
     env = jail_env
     env.vars["TMUX_TMPDIR"] = str(env.root / "not-yet")  # tmux falls back to /tmp
@@ -279,7 +297,7 @@ def test_tmux_server_killed_during_start_says_so(jail_env):
     env = jail_env
     # A tmux that kills its server right after new-session: the pane never gets to start the jail.
     wrapper = env.bin / "tmux"
-    wrapper.write_text('#!/bin/sh\nout=$(/usr/bin/tmux "$@"); rc=$?\n'
+    wrapper.write_text('#!/bin/sh\n[ "$1" != -u ] || shift\nout=$(/usr/bin/tmux "$@"); rc=$?\n'
                        'case " $* " in *" new-session "*) /usr/bin/tmux "$1" "$2" kill-server;; esac\n'
                        'printf "%s\\n" "$out"; exit $rc\n')
     wrapper.chmod(0o755)
