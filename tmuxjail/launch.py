@@ -9,11 +9,10 @@ processing, ~30 ms) and -I (no cwd on sys.path, no PYTHON* variables), with the 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import sys
 
-from .canon import fingerprint
+from .canon import fingerprint, loads
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
@@ -46,8 +45,8 @@ def read_spec(path: str) -> dict[str, Any]:
     with os.fdopen(fd, "rb") as f:
         data = f.read()
     try:
-        spec = json.loads(data)
-    except ValueError:
+        spec = loads(data)
+    except (ValueError, RecursionError):
         die("launch spec is not valid JSON; refusing", EXIT_REFUSED)
     if not isinstance(spec, dict):
         die("launch spec is not a JSON object; refusing", EXIT_REFUSED)
@@ -89,11 +88,11 @@ def own_session_keyring() -> None:
     e.g. for network filesystems). Inside, seccomp refuses the keyring syscalls altogether."""
     import ctypes
     import errno
-    import platform
 
-    nr = KEYCTL.get(platform.machine())
+    machine = os.uname().machine  # platform.machine(), without importing platform (re, ...)
+    nr = KEYCTL.get(machine)
     if nr is None:
-        die(f"no keyctl number for {platform.machine()}; refusing to share the host's keyring", EXIT_UNAVAILABLE)
+        die(f"no keyctl number for {machine}; refusing to share the host's keyring", EXIT_UNAVAILABLE)
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
         err = ctypes.get_errno()

@@ -363,9 +363,7 @@ def sweep_spool(spool: Path, now: float | None = None) -> None:
 
 
 def _layout_data(layout) -> dict | None:
-    from dataclasses import asdict
-
-    return None if layout is None else asdict(layout)
+    return None if layout is None else layout.asdict()
 
 
 def _write_spec(ctx: Context, sid: str, fp: str, pol: dict, argv: list[str], unguarded: bool,

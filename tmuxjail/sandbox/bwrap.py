@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import Any
 
 from . import HostLayout
+
+TYPE_CHECKING = False  # typing is not imported: the launcher rebuilds this argv on every start
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 NAME = "bwrap"
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
