@@ -434,6 +434,133 @@ def bench_start(base: Path, n: int) -> dict:
     return {"bwrap_argv": bw_argv, "srt": srt}
 
 
+# -- 1b. the in-pane launcher, to its exec of bwrap (issue 18.3) --------------------------------
+
+LAUNCH_STUB = ("import sys, os; sys.path[:0] = [{root!r}]; os.execve = lambda *a: os._exit(0); "
+               "from tmuxjail.launch import main; main(sys.argv[1:])")
+
+
+def bench_launcher(base: Path, n: int) -> None:
+    """The launcher's whole path up to exec'ing bwrap, on a real spec: the pane command
+    (python -I -S -c STUB --fp FP SPEC) with only os.execve replaced by an exit. A spec and a
+    store row are made from `start --dry-run`, as a real start makes them."""
+    import sqlite3
+
+    w = World(base, "launcher")
+    make_standin(w.bin / "codex", SMALL_SIZE)
+    ws = w.workspace("l")
+    d = w.dry_run(ws)
+    pol = d["policy"]
+    if pol.get("private_home"):
+        Path(pol["private_home"], ".codex").mkdir(parents=True, exist_ok=True, mode=0o700)
+    store = w.root / "store.db"
+    db = sqlite3.connect(store)
+    db.execute("CREATE TABLE sessions (id TEXT, fingerprint TEXT, status TEXT)")
+    db.execute("INSERT INTO sessions VALUES ('bench', ?, 'starting')", (d["fingerprint"],))
+    db.commit()
+    db.close()
+    spec_path = w.root / "spool" / "bench.json"
+    spec_path.parent.mkdir(mode=0o700)
+    landlock = subprocess.run([TJ_PY, "-c", "from tmuxjail.sandbox import landlock as l; print(l.abi() >= l.MIN_ABI)"],
+                              capture_output=True, text=True).stdout.strip() == "True"
+    spec = json.dumps({
+        "session_id": "bench", "fingerprint": d["fingerprint"], "policy": pol, "argv": d["sandbox_argv"],
+        "env": dict(pol["env_set"]), "store": str(store), "status_file": str(spec_path.with_suffix(".status")),
+        "machine": platform.machine(), "sandboxed": True, "layout": d["host_layout"], "landlock_scope": landlock})
+    root = subprocess.run([TJ_PY, "-c", "import os, tmuxjail; print(os.path.dirname(os.path.dirname(tmuxjail.__file__)))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    launcher = [TJ_PY, "-I", "-S", "-c", LAUNCH_STUB.format(root=root), "--fp", d["fingerprint"], str(spec_path)]
+    baseline = [TJ_PY, "-I", "-S", "-c", "pass"]
+
+    def run_launcher(extra: tuple[str, ...] = ()) -> float:
+        fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, spec.encode())
+        os.close(fd)
+        argv = [launcher[0], *extra, *launcher[1:]]
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, env={"PATH": "/usr/bin:/bin", "TERM": "xterm"}, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise RuntimeError(f"launcher exited {p.returncode}: {p.stderr.strip()[-300:]}")
+        return dt
+
+    run_launcher()  # warm-up
+    time_any(baseline, w.env)
+    lt, bt = [], []
+    for _ in range(3 * n):  # cheap: three times the runs, interleaved
+        lt.append(run_launcher())
+        bt.append(time_any(baseline, w.env))
+    row = add("launcher", "launcher → exec bwrap (python -I -S -c STUB, real spec, isolated)", "s", lt,
+              note="reads and deletes the spec, checks fingerprint, store and argv, keyring, "
+                   + ("pids cgroup, " if os.getuid() == 0 else "") + "Landlock, seccomp, binds by fd")
+    compare(row, f"{TJ_PY} -I -S -c pass", bt, target=2.0)
+    fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, spec.encode())
+    os.close(fd)
+    p = subprocess.run([TJ_PY, "-X", "importtime", *launcher[1:]], env={"PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True)
+    entries = [m.groups() for m in re.finditer(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)", p.stderr)]
+    IMPORTS["the launcher, to exec"] = sorted(
+        ({"module": mod, "self_us": int(s_), "cumulative_us": int(c), "depth": len(ind) // 2}
+         for s_, c, ind, mod in entries if not ind), key=lambda e: -e["cumulative_us"])[:6]
+    if os.getuid() == 0:  # the pids cgroups of the launchers that ran (empty now)
+        for g in Path("/sys/fs/cgroup/tmuxjail").glob("bench-*"):
+            try:
+                g.rmdir()
+            except OSError:
+                pass
+
+
+# -- 1c. failing starts answer at once (issue 18.6) --------------------------------------------
+
+
+def bench_failure(base: Path, n: int) -> None:
+    """tmuxjail start when the tmux server is killed right after it creates the session, and
+    when the jail cannot come up (a hook replaces the pane's launcher with a command that fails
+    the way bwrap does), next to a start that succeeds: each answers with its reason."""
+    w = World(base, "failure")
+    make_standin(w.bin / "codex", SMALL_SIZE)
+    ws = w.workspace("f")
+    cases = {
+        "tmux server killed during start": ("kill-server", "tmux server exited"),
+        "jail cannot come up (launcher replaced by a failing command)":
+            ("respawn-pane -k \"sh -c 'echo bwrap: cannot come up >&2; exit 1'\"", "bwrap: cannot come up"),
+    }
+
+    def start(i: int, hook: str | None) -> tuple[float, str]:
+        w.tmux("kill-server", check=False)
+        for _ in range(50):  # the previous server may still be on its way out
+            if w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400", check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        if hook:
+            w.tmux("set-hook", "-g", "session-created", hook)
+        t0 = time.perf_counter()
+        p = subprocess.run(w.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws), "--name", f"f{i}-{len(hook or '')}",
+                                "--detach"), env=w.env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        return time.perf_counter() - t0, (p.stderr.strip().splitlines() or [""])[0] if p.returncode else ""
+
+    start(0, None)  # warm-up: identity cache, page cache
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    ok = []
+    for i in range(1, n + 1):
+        t, err = start(i, None)
+        if err:
+            raise RuntimeError(f"the successful start failed: {err}")
+        ok.append(t)
+        for name, (hook, reason) in cases.items():
+            t, err = start(i, hook)
+            if reason not in err:
+                raise RuntimeError(f"{name}: expected {reason!r} in the error, got {err!r}")
+            times[name].append(t)
+    for name, xs in times.items():
+        row = add("failure", f"start → error: {name}", "s", xs, note=f"the error names it: {cases[name][1]!r}")
+        absolute_target(row, 1.0, "target ≤ 1 s")
+        compare(row, "a start that succeeds (info)", ok)
+    w.tmux("kill-server", check=False)
+
+
 # -- 2. identity cache: 400 MB vs 1 KB ---------------------------------------------------------
 
 
@@ -775,7 +902,7 @@ def main() -> int:
     ap.add_argument("--json", metavar="FILE", default=str(Path(__file__).parent / "results.json"),
                     help="where to write the JSON results (default: bench/results.json)")
     ap.add_argument("--real-500", action="store_true", help="start all 500 list sessions for real (slow)")
-    ap.add_argument("--only", action="append", choices=["start", "identity", "list", "cli", "work"],
+    ap.add_argument("--only", action="append", choices=["start", "launcher", "failure", "identity", "list", "cli", "work"],
                     help="run only this part (repeatable)")
     args = ap.parse_args()
     n = args.runs or (3 if args.quick else 10)
@@ -786,7 +913,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = Path(tempfile.mkdtemp(prefix="tjbench-"))
     started = time.perf_counter()
-    parts = args.only or ["start", "identity", "list", "cli", "work"]
+    parts = args.only or ["start", "launcher", "failure", "identity", "list", "cli", "work"]
     errors = {}
     meta = {}
     try:
@@ -795,6 +922,10 @@ def main() -> int:
             try:
                 if part == "start":
                     meta.update(bench_start(base, n))
+                elif part == "launcher":
+                    bench_launcher(base, n)
+                elif part == "failure":
+                    bench_failure(base, n)
                 elif part == "identity":
                     bench_identity(base, n)
                 elif part == "list":

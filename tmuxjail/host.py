@@ -378,6 +378,23 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def foreign_pane_process(pid: int) -> str | None:
+    """The command name of a live pane process that is neither tmuxjail's launcher nor what it
+    execs (bwrap, or a tracer with bwrap in its argv), nor tmux between its fork and exec:
+    something replaced the launcher (a hook's respawn-pane), and the jail will never come up.
+    None otherwise, and when unreadable."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError):
+        return None
+    if state in ("Z", "X") or not cmdline or comm == "bwrap" or comm.startswith("tmux"):
+        return None
+    ours = b"tmuxjail.launch" in cmdline or any(w.endswith(b"/bwrap") for w in cmdline.split(b"\0"))
+    return None if ours else comm
+
+
 def jail_exec_started(sandbox_pid: int) -> bool:
     """True once the command inside the sandbox is running. bwrap reports its child's pid before
     that child has set the sandbox up, so the pid alone proves nothing: wait until a descendant

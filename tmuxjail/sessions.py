@@ -458,9 +458,10 @@ def _seed_shared_config(host_file: str, shared: str, host_write) -> None:
 
 def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | None:
     """None once the sandbox is up, else the reason it is not (read from the dead pane)."""
-    from .host import jail_exec_started
+    from .host import foreign_pane_process, jail_exec_started
 
     deadline = time.monotonic() + READY_TIMEOUT
+    foreign = None
     while time.monotonic() < deadline:
         if not unguarded:
             try:
@@ -469,14 +470,21 @@ def _wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str |
                 report = {}
             if "child-pid" in report and jail_exec_started(int(report["child-pid"])):
                 return None
-        probe = ctx.tmux.run("display-message", "-p", "-t", pane, "#{pane_dead}", check=False)
-        if probe.returncode != 0 or not probe.stdout.strip():
+        probe = ctx.tmux.run("display-message", "-p", "-t", pane, "#{pane_dead} #{pane_pid}", check=False)
+        dead, _, pid = probe.stdout.strip().partition(" ")
+        if probe.returncode != 0 or not dead:
             err = (probe.stderr.strip().splitlines() or ["the pane is gone"])[-1]
             return f"{PANE_GONE} ({err})"
-        if probe.stdout.strip() == "1":
+        if dead == "1":
             lines = [ln for ln in ctx.tmux.capture(pane).splitlines() if ln.strip()]
             reason = next((ln for ln in reversed(lines) if "bwrap" in ln or "tmuxjail:" in ln), None)
             return reason or (lines[-1] if lines else "the jail exited at once")
+        # Seen twice: the pane's process is something else than the launcher (issue 18.6).
+        other = foreign_pane_process(int(pid)) if not unguarded and pid.isdigit() else None
+        if other is not None and other == foreign:
+            return (f"the sandbox did not come up: the pane runs {other!r}, not tmuxjail's launcher "
+                    "(something replaced it, such as a tmux hook)")
+        foreign = other
         if unguarded and time.monotonic() > deadline - READY_TIMEOUT + 0.3:
             return None
         time.sleep(0.02)

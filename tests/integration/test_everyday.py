@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -305,6 +308,38 @@ def test_tmux_server_killed_during_start_says_so(jail_env):
     one_line_error(proc, 1)
     assert "tmux server exited" in proc.stderr, proc.stderr
     assert "dead pane" not in proc.stderr and "within" not in proc.stderr
+
+
+def test_a_replaced_launcher_is_said_at_once(jail_env):
+    """Issue 18.6: a pane whose launcher was replaced (here a hook's respawn-pane) can never bring
+    the jail up. start names what runs there instead of waiting out its 10 s (bench/ times it)."""
+    env = jail_env
+    env.tmux("new-session", "-d", "-s", "keep")
+    env.tmux("set-hook", "-g", "session-created", "respawn-pane -k 'sleep 600'")
+    proc = env.run("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "r", "--detach")
+    one_line_error(proc, 5)
+    assert re.search(r"the pane runs '(sleep|sh)', not tmuxjail's launcher", proc.stderr), proc.stderr
+    assert "within" not in proc.stderr
+
+
+def test_what_counts_as_the_launchers_own_pane_process(tmp_path):
+    from tmuxjail.host import foreign_pane_process
+
+    procs = {
+        "launcher": [sys.executable, "-c", "import time; time.sleep(30)", "tmuxjail.launch"],
+        "tracer": ["/bin/sh", "-c", "sleep 30", "strace", "/usr/bin/bwrap"],
+        "other": ["sleep", "30"],
+    }
+    running = {k: subprocess.Popen(v) for k, v in procs.items()}
+    try:
+        time.sleep(0.3)
+        seen = {k: foreign_pane_process(p.pid) for k, p in running.items()}
+    finally:
+        for p in running.values():
+            p.kill()
+            p.wait()
+    assert seen == {"launcher": None, "tracer": None, "other": "sleep"}
+    assert foreign_pane_process(running["other"].pid) is None  # gone: nothing to say
 
 
 def test_needs_without_sudo_prints_the_package_to_install(tmp_path):
