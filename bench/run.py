@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Side-by-side benchmarks for tmuxjail (issue 8).
 
-    python bench/run.py [--quick] [--json FILE] [--runs N] [--real-500]
+    python bench/run.py [--quick] [--json FILE] [--runs N] [--real-500] [--only PART]
 
 Every measurement runs next to its baseline in the same process and the same run, interleaved
 run by run, on private tmux servers (-L bench-<random>) that are killed at the end. HOME and the
