@@ -504,8 +504,8 @@ def bench_launcher(base: Path, n: int) -> None:
     IMPORTS["the launcher, to exec"] = sorted(
         ({"module": mod, "self_us": int(s_), "cumulative_us": int(c), "depth": len(ind) // 2}
          for s_, c, ind, mod in entries if not ind), key=lambda e: -e["cumulative_us"])[:6]
-    if os.getuid() == 0:  # the pids cgroups of the launchers that ran (empty now)
-        for g in Path("/sys/fs/cgroup/tmuxjail").glob("bench-*"):
+    if os.getuid() == 0:  # the pids cgroups of the launchers that ran (empty now), v2 or v1
+        for g in [*Path("/sys/fs/cgroup/tmuxjail").glob("bench-*"), *Path("/sys/fs/cgroup/pids/tmuxjail").glob("bench-*")]:
             try:
                 g.rmdir()
             except OSError:
