@@ -142,6 +142,11 @@ def main(argv: list[str]) -> None:
     if not spec.get("sandboxed", True):
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
+    proxy = start_proxy(spec, policy) if policy.get("network") == "proxy" else None
+    if proxy:
+        from . import netbridge
+
+        env = netbridge.env(env)
     own_session_keyring()
     if os.getuid() == 0:
         root_process_limit(policy, str(spec["session_id"]))
@@ -156,6 +161,12 @@ def main(argv: list[str]) -> None:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
+    if proxy:
+        code = os.memfd_create("tmuxjail-bridge", 0)
+        os.write(code, netbridge.BRIDGE.encode())
+        os.lseek(code, 0, os.SEEK_SET)
+        rest = netbridge.wire(rest, policy, *proxy, code)
+        bind_fds.append(code)
     keep = (*keep, *bind_fds)
     if spec.get("trace") is not None:
         TRACE_HEAD[:] = traced(spec)
@@ -182,6 +193,22 @@ def traced(spec: dict[str, Any]) -> list[str]:
     except OSError as exc:
         die(f"cannot create the discovery trace {path}: {exc.strerror}", EXIT_UNAVAILABLE)
     return argv(path)
+
+
+def start_proxy(spec: dict, policy: dict) -> tuple[str, str]:
+    """Network proxy: fork this pane's egress proxy (netproxy), before anything narrows this
+    process (keyring, cgroup, Landlock). Returns (its socket's host path, the bridge's Python)."""
+    from . import netbridge, netproxy
+
+    python = netbridge.python_for_jail(policy, sys.executable)
+    if python is None:
+        die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
+            "install python3, or start with --network none", EXIT_UNAVAILABLE)
+    try:
+        sock = netproxy.spawn(policy, str(spec["store"]), str(spec["session_id"]))
+    except OSError as exc:
+        die(f"cannot start the session's network proxy: {exc.strerror or exc}", EXIT_UNAVAILABLE)
+    return sock, python
 
 
 # -- binds from fds ------------------------------------------------------------------------------

@@ -67,3 +67,88 @@ def allowed_by(name: str, patterns) -> str | None:
         if p == "*" or p == name or (p.startswith("*.") and name.endswith(p[1:])):
             return p
     return None
+
+
+# -- addresses -----------------------------------------------------------------------------------
+# (rule, networks), checked in this order after the host's own addresses; anything else that is
+# not globally routable is refused as "reserved".
+_V4 = ipaddress.IPv4Network
+_V6 = ipaddress.IPv6Network
+RANGES: tuple[tuple[str, tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]], ...] = (
+    ("unspecified", (_V4("0.0.0.0/8"), _V6("::/128"))),
+    ("loopback", (_V4("127.0.0.0/8"), _V6("::1/128"))),
+    ("private", (_V4("10.0.0.0/8"), _V4("172.16.0.0/12"), _V4("192.168.0.0/16"), _V4("100.64.0.0/10"),
+                 _V6("fc00::/7"))),
+    ("link-local", (_V4("169.254.0.0/16"), _V6("fe80::/10"))),
+    ("multicast", (_V4("224.0.0.0/4"), _V6("ff00::/8"))),
+    ("broadcast", (_V4("255.255.255.255/32"),)),
+    # IPv6 forms that carry an IPv4 address a gateway would reach (NAT64, 6to4, Teredo), and the
+    # deprecated site-local and IPv4-compatible ranges.
+    ("ipv6-transition", (_V6("64:ff9b::/96"), _V6("64:ff9b:1::/48"), _V6("2002::/16"), _V6("2001::/32"),
+                         _V6("fec0::/10"), _V6("::/96"))),
+)
+
+
+def unmapped(addr: Address) -> Address:
+    """::ffff:a.b.c.d is a.b.c.d on the wire."""
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+def refused_address(addr: Address, own: frozenset = frozenset()) -> str | None:
+    """The rule that refuses connecting to addr, or None for a public address."""
+    addr = unmapped(addr)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.scope_id:
+        return "link-local"
+    if addr in own:
+        return "own-address"
+    for rule, nets in RANGES:
+        if any(addr.version == n.version and addr in n for n in nets):
+            return rule
+    if not addr.is_global:
+        return "reserved"
+    return None
+
+
+def literal(host: str) -> Address | None:
+    """host as an address when it is one in any spelling a client or resolver accepts: dotted,
+    short (127.1), numeric (2130706433), octal/hex (0177.0.0.1, 0x7f.1), IPv6 (bracketed or not,
+    with a zone), else None. Callers refuse every literal: the allowlist is about names."""
+    import socket
+
+    h = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return ipaddress.ip_address(h.split("%", 1)[0])
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(h))
+    except (OSError, ValueError):
+        return None
+
+
+REFUSED_HOSTS = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+# Special-use and local-only top-level names (RFC 6761, 6762, 8375, ICANN's .internal): never
+# looked up (an override may still map one). .local is mDNS (LAN devices); .internal names cloud
+# metadata services; .test is what tests use, so a test can never cause a real DNS query.
+SPECIAL_USE = ("test", "invalid", "example", "local", "localhost", "internal", "home.arpa", "lan", "intranet")
+
+
+def special_use(name: str) -> bool:
+    return any(name == t or name.endswith("." + t) for t in SPECIAL_USE)
+
+
+def why_refused(rule: str, host: str) -> str:
+    """The one-line body of a 403: the rule, and what (if anything) would allow it."""
+    fixed = "the proxy never connects to this machine or to private networks; no flag allows it"
+    return {
+        "literal-address": f"{host}: literal addresses are refused (rule literal-address); connect by name",
+        "localhost": f"{host}: refused (rule localhost); {fixed}",
+        "bad-name": f"{host}: not a DNS name (rule bad-name)",
+        "allowlist": f"{host}: not in this session's allowlist (rule allowlist); allow it with "
+                     f"--allow-domain {host} (verified mode: a capability that declares it, approved)",
+        "no-address": f"{host}: does not resolve (rule no-address)",
+        "special-use": f"{host}: a special-use or local-only name, never looked up (rule special-use)",
+        "port": f"{host}: port refused (rule port)",
+    }.get(rule, f"{host}: resolves to a refused address (rule {rule}); {fixed}")

@@ -1,6 +1,6 @@
 """The network setting, attacked from inside real jailed panes (issue 15, first step).
 
-`--network none` gives the jail a network namespace of its own: its loopback is not the host's.
+`--network none` and `proxy` give the jail a network namespace of its own: its loopback is not the host's.
 Every attack runs with `none` (must fail) and with `host` (must succeed: the positive control
 that shows the attack works, so the test can go red). Only loopback addresses and abstract unix
 names are used; nothing here resolves a name or leaves the machine."""
@@ -18,7 +18,7 @@ import pytest
 from test_escapes import ALL, Jail
 
 pytestmark = pytest.mark.adversarial
-NETWORKS = ("none", "host")
+NETWORKS = ("none", "proxy", "host")
 WAIT = 3.0  # bound on every connect and receive
 
 
@@ -133,15 +133,15 @@ PY
 @pytest.mark.parametrize("mode", ALL)
 def test_host_loopback_services_are_out_of_reach(jail_env, listeners, mode, network):
     """A database, dev server or control plane on the host's 127.0.0.1 / ::1 (TCP and UDP) and an
-    abstract unix name: none reaches them; host does (the control). /proc/net shows only the
-    jail's sockets under none."""
+    abstract unix name: neither none nor proxy reaches them; host does (the control). /proc/net shows only
+    the jail's sockets under none and proxy."""
     jail = start(jail_env, mode, network)
     out = json.loads(jail.sh(OUTBOUND % dict(listeners.ports, token=listeners.token, wait=WAIT,
                                              abstract=listeners.abstract), timeout=30))
     time.sleep(0.3)  # let a datagram that did arrive be recorded
     host = listeners.ports
     assert out["own"] in out["proc_tcp"], out  # the table is readable and shows the jail's own socket
-    if network == "none":
+    if network != "host":
         for kind in ("tcp4", "tcp6", "abstract"):
             assert out[kind] != "ok", (kind, out)
         assert listeners.contacts == [], listeners.contacts
@@ -197,7 +197,7 @@ def _hello(fam, addr, token: str) -> bool:
 @pytest.mark.parametrize("mode", ALL)
 def test_jail_listeners_are_not_host_services(jail_env, mode, network):
     """The jail cannot listen where host clients connect: a loopback port or an abstract unix
-    name it binds is its own under none; under host a host client reaches it (the control)."""
+    name it binds is its own under none and proxy; under host a host client reaches it (the control)."""
     token, abstract = secrets.token_hex(8), f"tj-net-jail-{secrets.token_hex(8)}"
     jail = start(jail_env, mode, network)
     assert jail.sh(INBOUND % dict(token=token, abstract=abstract), timeout=30).strip() == "started"

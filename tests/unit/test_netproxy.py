@@ -1,0 +1,237 @@
+"""The egress proxy's pure checks and its server, on loopback in this process (issue 15). The
+resolver is replaced where a name is looked up: no test here queries DNS or sends a packet
+anywhere but this machine's loopback."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import threading
+
+import pytest
+
+from tmuxjail import netbridge, netcheck, netproxy
+
+A = ipaddress.ip_address
+
+
+@pytest.mark.parametrize("addr,rule", [
+    ("127.0.0.5", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
+    ("0.0.0.0", "unspecified"), ("0.1.2.3", "unspecified"), ("::", "unspecified"),
+    ("10.1.2.3", "private"), ("172.31.0.1", "private"), ("192.168.1.1", "private"), ("100.64.0.1", "private"),
+    ("100.127.255.254", "private"), ("fd12::1", "private"), ("fc00::1", "private"), ("::ffff:10.0.0.1", "private"),
+    ("169.254.169.254", "link-local"), ("fe80::1", "link-local"), ("fe80::1%2", "link-local"),
+    ("224.0.0.1", "multicast"), ("239.1.2.3", "multicast"), ("ff02::1", "multicast"),
+    ("255.255.255.255", "broadcast"),
+    ("64:ff9b::7f00:1", "ipv6-transition"), ("2002:7f00:1::1", "ipv6-transition"), ("2001:0:7f00::1", "ipv6-transition"),
+    ("::127.0.0.1", "ipv6-transition"), ("fec0::1", "ipv6-transition"),
+    ("192.0.2.1", "reserved"), ("198.51.100.1", "reserved"), ("240.0.0.1", "reserved"), ("2001:db8::1", "reserved"),
+    ("198.18.0.1", "reserved"),
+    ("8.8.8.8", None), ("1.1.1.1", None), ("2606:4700::1111", None), ("::ffff:8.8.8.8", None),
+])
+def test_refused_address(addr, rule):
+    assert netcheck.refused_address(A(addr)) == rule
+
+
+def test_own_addresses_come_first_and_include_loopback():
+    own = netproxy.own_addresses()
+    assert A("127.0.0.1") in own
+    assert netcheck.refused_address(A("127.0.0.1"), own) == "own-address"
+    assert netcheck.refused_address(A("::ffff:127.0.0.1"), own) == "own-address"
+    assert netcheck.refused_address(A("203.0.113.9"), frozenset({A("203.0.113.9")})) == "own-address"
+    assert netcheck.refused_address(A("8.8.8.8"), frozenset({A("8.8.8.8")})) == "own-address"
+
+
+@pytest.mark.parametrize("host,addr", [
+    ("127.0.0.1", "127.0.0.1"), ("2130706433", "127.0.0.1"), ("0x7f.1", "127.0.0.1"), ("127.1", "127.0.0.1"),
+    ("0177.0.0.1", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("017700000001", "127.0.0.1"), ("[::1]", "::1"),
+    ("::1", "::1"), ("[::ffff:127.0.0.1]", "::ffff:7f00:1"), ("[fe80::1%eth0]", "fe80::1"), ("0", "0.0.0.0"),
+    ("example.com", None), ("a.b", None),
+])
+def test_literal_forms(host, addr):
+    got = netcheck.literal(host)
+    assert (str(got) if got is not None else None) == addr
+
+
+@pytest.mark.parametrize("name", ["1.2.3.4.5", "foo.123", "foo.0x7f", "a_b.example", "", ".", "a" * 254, "é\u0301"[:1] + "\n"])
+def test_names_that_are_not_names(name):
+    with pytest.raises(ValueError):
+        netcheck.check_name(name)
+
+
+def test_allowlist_matching():
+    pats = ("example.com", "*.example.org")
+    assert netcheck.allowed_by("example.com", pats) == "example.com"
+    assert netcheck.allowed_by("a.example.com", pats) is None
+    assert netcheck.allowed_by("a.b.example.org", pats) == "*.example.org"
+    assert netcheck.allowed_by("example.org", pats) is None
+    assert netcheck.allowed_by("badexample.org", pats) is None
+    assert netcheck.allowed_by("anything.net", ("*",)) == "*"
+
+
+@pytest.fixture
+def no_dns(monkeypatch):
+    """Replace the resolver: a test that reached it without meaning to fails instead of querying."""
+    calls = []
+
+    def fake(name, *a, **k):
+        calls.append(name)
+        answers = {"two.example.net": ["93.184.216.34", "127.0.0.1"], "pub.example.net": ["93.184.216.34"]}
+        if name not in answers:
+            raise socket.gaierror(socket.EAI_NONAME, "no such name (test resolver)")
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, 443))
+                for a in answers[name]]
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    return calls
+
+
+def proxy(allow=("*",), resolve=(), log=None) -> netproxy.Proxy:
+    p = netproxy.Proxy(allow, resolve, log)
+    p._own = (1e18, frozenset({A("127.0.0.1"), A("::1")}))  # this machine's addresses, pinned
+    return p
+
+
+def test_decide_checks_the_allowlist_before_any_lookup(no_dns):
+    p = proxy(allow=("example.com",))
+    with pytest.raises(netproxy.Refused) as e:
+        p.decide("other.example.net", 443)
+    assert e.value.rule == "allowlist" and no_dns == []
+
+
+def test_decide_checks_every_resolved_address_and_connects_to_the_checked_one(no_dns):
+    with pytest.raises(netproxy.Refused) as e:
+        proxy().decide("two.example.net", 443)
+    assert e.value.rule == "own-address" and e.value.address == "127.0.0.1"
+    assert proxy().decide("pub.example.net", 443) == (("93.184.216.34", 443), "*")
+
+
+def test_decide_overrides_and_test_upstreams(no_dns):
+    p = proxy(resolve=(("up.test", "127.0.0.1", True), ("lan.test", "10.0.0.1", False),
+                       ("mapped.test", "::ffff:127.0.0.1", True)))
+    assert p.decide("up.test", 8080) == (("127.0.0.1", 8080), "*")
+    assert p.decide("mapped.test", 8080) == (("127.0.0.1", 8080), "*")
+    with pytest.raises(netproxy.Refused) as e:
+        p.decide("lan.test", 80)
+    assert e.value.rule == "private"
+    # The exemption is for the mapped name only: its address by any other spelling is refused.
+    for other in ("127.0.0.1", "localhost", "2130706433"):
+        with pytest.raises(netproxy.Refused):
+            p.decide(other, 8080)
+    assert no_dns == []
+
+
+@pytest.mark.parametrize("host,rule", [
+    ("127.0.0.1", "literal-address"), ("2130706433", "literal-address"), ("0x7f.1", "literal-address"),
+    ("[::1]", "literal-address"), ("localhost", "localhost"), ("foo.localhost", "localhost"),
+    ("a@b.test", "bad-name"), ("nope.test", "special-use"), ("printer.local", "special-use"),
+    ("metadata.google.internal", "special-use"), ("nope.example.com", "no-address"),
+])
+def test_decide_refusals(no_dns, host, rule):
+    with pytest.raises(netproxy.Refused) as e:
+        proxy().decide(host, 443)
+    assert e.value.rule == rule
+
+
+@pytest.mark.parametrize("head,status", [
+    (b"GET http://x.test/ HTTP/1.1\r\nHost: x.test", 405),
+    (b"CONNECT x.test:443 HTTP/2", 400),
+    (b"CONNECT x.test HTTP/1.1", 400),
+    (b"CONNECT x.test:443443 HTTP/1.1", 400),
+    (b"CONNECT x.test:443 HTTP/1.1\r\nbad line", 400),
+    (b"CONNECT x.test:443 HTTP/1.1\r\n folded: x", 400),
+    (b"CONNECT x.test:443 HTTP/1.1\r\nX: \x00", 400),
+    (b"CONNECT  x.test:443 HTTP/1.1", 400),
+])
+def test_parse_connect_is_strict(head, status):
+    with pytest.raises(netproxy.BadRequest) as e:
+        netproxy.parse_connect(head)
+    assert e.value.status == status
+
+
+def test_parse_connect_accepts_the_plain_form():
+    assert netproxy.parse_connect(b"CONNECT Up.Test:8443 HTTP/1.1\r\nHost: up.test:8443\r\nUser-Agent: x") == ("up.test", 8443)
+    assert netproxy.parse_connect(b"CONNECT [::1]:80 HTTP/1.0") == ("[::1]", 80)
+
+
+def _serve(tmp_path, **kw):
+    p = proxy(**kw)
+    listener, path = netproxy.listen(str(tmp_path / "net"))
+    threading.Thread(target=p.serve, args=(listener,), daemon=True).start()
+    return path
+
+
+def _connect(path, target, extra=b""):
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    c.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode() + extra)
+    return c
+
+
+def test_tunnel_relays_bytes_both_ways_and_logs(tmp_path, no_dns):
+    up = socket.socket()
+    up.bind(("127.0.0.1", 0))
+    up.listen(1)
+
+    def echo():
+        c, _ = up.accept()
+        with c:
+            while data := c.recv(65536):
+                c.sendall(data)
+    threading.Thread(target=echo, daemon=True).start()
+    log = tmp_path / "log.jsonl"
+    path = _serve(tmp_path, resolve=(("up.test", "127.0.0.1", True),), log=str(log))
+    port = up.getsockname()[1]
+    c = _connect(path, f"up.test:{port}", extra=b"early")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += c.recv(1)
+    assert head.startswith(b"HTTP/1.1 200")
+    payload = os.urandom(3 << 20)
+    threading.Thread(target=lambda: (c.sendall(payload), c.shutdown(socket.SHUT_WR)), daemon=True).start()
+    got = b""
+    while chunk := c.recv(1 << 16):
+        got += chunk
+    assert got == b"early" + payload
+    c.close()
+    rows = [json.loads(x) for x in log.read_text().splitlines()]
+    assert rows[0]["host"] == "up.test" and rows[0]["decision"] == "allowed" and rows[0]["address"] == "127.0.0.1"
+
+
+def test_refusal_is_a_403_with_one_line_naming_the_rule(tmp_path, no_dns):
+    path = _serve(tmp_path, allow=("example.com",))
+    c = _connect(path, "elsewhere.test:443")
+    data = b""
+    while chunk := c.recv(4096):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 403") and body.count(b"\n") == 1 and b"rule allowlist" in body
+    assert b"--allow-domain elsewhere.test" in body
+
+
+def test_head_size_is_bounded(tmp_path, no_dns):
+    path = _serve(tmp_path)
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    try:
+        c.sendall(b"CONNECT up.test:1 HTTP/1.1\r\nX: " + b"a" * (netproxy.MAX_HEAD * 4))
+    except OSError:
+        pass
+    assert c.recv(64).startswith(b"HTTP/1.1 431")
+
+
+def test_bridge_wiring_is_after_the_process_limit_and_binds_the_socket():
+    pol = {"mode": "isolated"}
+    args = ["--unshare-net", "--chdir", "/w", "--", "/usr/bin/prlimit", "--nproc=10", "--", "/bin/cli", "-x"]
+    out = netbridge.wire(args, pol, "/state/net/s/proxy-1.sock", "/usr/bin/python3", 9)
+    i = out.index("--")
+    assert out[:i] == ["--unshare-net", "--chdir", "/w", "--ro-bind", "/state/net/s/proxy-1.sock", netbridge.SOCKET,
+                       "--ro-bind-data", "9", "/run/tmuxjail/bridge.py"]
+    assert out[i + 1:i + 4] == ["/usr/bin/prlimit", "--nproc=10", "--"]
+    assert out[i + 4:] == ["/usr/bin/python3", "-I", "-S", "/run/tmuxjail/bridge.py", netbridge.SOCKET, "3128", "--",
+                           "/bin/cli", "-x"]
+    env = netbridge.env({"NO_PROXY": "*", "no_proxy": "x", "A": "1"})
+    assert "NO_PROXY" not in env and "no_proxy" not in env and env["ALL_PROXY"] == "http://127.0.0.1:3128"

@@ -1,0 +1,118 @@
+"""The jail's side of the egress proxy (issue 15). Pure and stdlib only: the launcher calls it.
+
+Inside the jail's own network namespace, the command runs under a tiny bridge (BRIDGE, run by a
+Python visible inside the jail, with the jail's rights only): it listens on 127.0.0.1:PORT and
+[::1]:PORT, forks, and the original process execs the CLI with HTTPS_PROXY & co pointing at that
+port; the child relays each connection, byte for byte and unparsed, to the proxy's unix socket
+bound at SOCKET. When the CLI exits, bubblewrap tears the PID namespace down and the bridge with it."""
+
+from __future__ import annotations
+
+import os
+
+PORT = 3128
+SOCKET = "/run/tmuxjail/proxy.sock"  # strict modes: /run is the jail's own tmpfs
+PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+NO_PROXY_VARS = ("NO_PROXY", "no_proxy")
+PYTHONS = ("/usr/bin/python3",)
+
+BRIDGE = r"""
+import os, socket, sys, threading
+path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
+def die(m):
+    sys.stderr.write("tmuxjail: proxy bridge: %s\n" % m); sys.exit(5)
+ls = []
+for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    try:
+        s = socket.socket(fam); s.bind((host, port)); s.listen(128); ls.append(s)
+    except OSError as e:
+        if fam == socket.AF_INET: die("cannot listen on 127.0.0.1:%d: %s" % (port, e.strerror))
+if os.fork():
+    for s in ls: s.close()
+    try: os.execvp(argv[0], argv)
+    except OSError as e: die("cannot run %s: %s" % (argv[0], e.strerror))
+os.setsid()
+n = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2): os.dup2(n, fd)
+B = 1 << 18
+def pump(a, b):
+    r, w = os.pipe()
+    try:
+        try:
+            import fcntl; fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, B)
+        except OSError: pass
+        while True:
+            k = os.splice(a.fileno(), w, B)
+            if not k: break
+            while k: k -= os.splice(r, b.fileno(), k)
+    except OSError: pass
+    finally:
+        os.close(r); os.close(w)
+        try: b.shutdown(socket.SHUT_WR)
+        except OSError: pass
+def up():
+    u = socket.socket(socket.AF_UNIX)
+    if len(path) < 100:
+        u.connect(path); return u
+    d = os.open(os.path.dirname(path), os.O_PATH)
+    try: u.connect("/proc/self/fd/%d/%s" % (d, os.path.basename(path)))
+    finally: os.close(d)
+    return u
+def conn(c):
+    try: u = up()
+    except OSError: c.close(); return
+    t = threading.Thread(target=pump, args=(u, c), daemon=True); t.start()
+    pump(c, u); t.join(); c.close(); u.close()
+def serve(s):
+    while True:
+        try: c, _ = s.accept()
+        except OSError: continue
+        threading.Thread(target=conn, args=(c,), daemon=True).start()
+for s in ls[1:]: threading.Thread(target=serve, args=(s,), daemon=True).start()
+serve(ls[0])
+"""
+
+
+def jail_paths(policy: dict, host_path: str) -> tuple[str, str]:
+    """Where the proxy's socket and the bridge's code appear inside the jail. Compatibility jails
+    see the host's /run, where bwrap could not create a mount point: there they sit in the
+    session's own directory, inside the tmpfs that hides tmuxjail's state."""
+    where = os.path.dirname(SOCKET) if policy["mode"] != "compatibility" else os.path.dirname(host_path)
+    return os.path.join(where, os.path.basename(SOCKET)), os.path.join(where, "bridge.py")
+
+
+def python_for_jail(policy: dict, own: str) -> str | None:
+    """An interpreter the bridge can run inside this jail: the launcher's own when it lives (with
+    its standard library) under the read-only system dirs every strict jail sees, else
+    /usr/bin/python3; None when there is none."""
+    visible = ("/usr/", "/opt/") if policy["mode"] != "compatibility" else ("/",)
+    real = os.path.realpath(own)
+    if real.startswith(visible) and os.access(real, os.X_OK):
+        return real
+    for p in PYTHONS:
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def command(python: str, code: str, sock: str, argv: list[str]) -> list[str]:
+    """argv run under the bridge."""
+    return [python, "-I", "-S", code, sock, str(PORT), "--", *argv]
+
+
+def env(base: dict) -> dict:
+    out = {k: v for k, v in base.items() if k not in NO_PROXY_VARS}
+    out.update(dict.fromkeys(PROXY_VARS, f"http://127.0.0.1:{PORT}"))
+    return out
+
+
+def wire(args: list[str], policy: dict, sock_host: str, python: str, code_fd: int) -> list[str]:
+    """bwrap's argument list (options, --, command) with the socket and the bridge's code (read
+    from code_fd) bound in, and the command run under the bridge: after the process limit's
+    prefix (prlimit ... --), so the bridge counts too."""
+    i = args.index("--")
+    opts, cmd = args[:i], args[i + 1:]
+    sock, code = jail_paths(policy, sock_host)
+    j = cmd.index("--") + 1 if cmd and cmd[0].endswith("prlimit") and "--" in cmd else 0
+    return [*opts, "--ro-bind", sock_host, sock, "--ro-bind-data", str(code_fd), code,
+            "--", *cmd[:j], *command(python, code, sock, cmd[j:])]

@@ -1,0 +1,375 @@
+"""The per-session egress proxy (issue 15, DESIGN §9). Stdlib only.
+
+The launcher forks it just before exec'ing bubblewrap (spawn()): it runs outside the jail, as the
+user, in the host's network namespace, and dies with the pane (PR_SET_PDEATHSIG). It listens on a
+unix socket in the session's directory under tmuxjail's state (hidden from every jail); the
+launcher binds that one socket into this jail only. Inside, the bridge (netbridge) forwards the
+CLI's loopback proxy port to it.
+
+It speaks HTTP CONNECT only, and parses what the jail sends strictly and within bounds (one
+request head of at most MAX_HEAD bytes within HEAD_TIMEOUT; nothing is followed or retried). The
+decision is on names and on the addresses actually connected to: a literal address or localhost
+is refused, the name must match the session's allowlist, the proxy resolves it itself, every
+resolved address must pass netcheck.refused_address (with the host's own addresses read at that
+moment), and the socket connects to exactly the address that was checked. The tunnel's bytes are
+never read. Each decision is one JSON line in the session's log (netlog)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import threading
+import time
+
+from . import netcheck
+
+MAX_HEAD = 8192
+HEAD_TIMEOUT = 10.0
+CONNECT_TIMEOUT = 10.0
+MAX_CONNECTIONS = 256
+BUF = 1 << 18
+LOG_MAX = 8 << 20  # bytes of log per session; a jail must not fill the disk through it
+LOG_NAME = "network.jsonl"
+PR_SET_PDEATHSIG = 1
+
+
+class Refused(Exception):
+    def __init__(self, rule: str, address: str = ""):
+        super().__init__(rule)
+        self.rule, self.address = rule, address
+
+
+def _sockaddr_path(path: str) -> tuple[str, int | None]:
+    """A unix socket path short enough for sun_path: long ones go through /proc/self/fd."""
+    if len(path.encode()) < 100:
+        return path, None
+    fd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
+
+
+def own_addresses() -> frozenset:
+    """Every address of this host, now (IPv4 from the kernel's local routing table, IPv6 from
+    if_inet6). OSError when they cannot be read: the caller refuses everything then."""
+    out: set = set()
+    with open("/proc/net/if_inet6") as f:
+        for line in f:
+            out.add(ipaddress.IPv6Address(int(line.split()[0], 16)))
+    last = None
+    with open("/proc/net/fib_trie") as f:
+        for line in f:
+            s = line.strip()
+            if s.startswith("|-- "):
+                last = s[4:]
+            elif s.startswith("/32 host LOCAL") and last:
+                out.add(ipaddress.IPv4Address(last))
+    return frozenset(out)
+
+
+class Proxy:
+    def __init__(self, allow, resolve, log_path: str | None):
+        self.allow = tuple(allow)
+        self.overrides: dict[str, tuple[str, bool]] = {n: (a, bool(t)) for n, a, t in resolve}
+        self.log_path = log_path
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._own: tuple[float, frozenset | None] = (0.0, None)
+
+    # -- decision --------------------------------------------------------------------------------
+    def own(self) -> frozenset:
+        at, cached = self._own
+        if cached is None or time.monotonic() - at > 1.0:
+            try:
+                cached = own_addresses()
+            except (OSError, ValueError):
+                raise Refused("self-unknown") from None
+            self._own = (time.monotonic(), cached)
+        return cached
+
+    def decide(self, host: str, port: int) -> tuple[tuple, str]:
+        """(sockaddr to connect to, rule that allowed it), or raise Refused."""
+        lit = netcheck.literal(host)
+        if lit is not None:
+            raise Refused("literal-address", str(lit))
+        try:
+            name = netcheck.check_name(host)
+        except ValueError:
+            raise Refused("bad-name") from None
+        if name in netcheck.REFUSED_HOSTS or name.endswith(".localhost"):
+            raise Refused("localhost")
+        if not 0 < port < 65536:
+            raise Refused("port")
+        pattern = netcheck.allowed_by(name, self.allow)  # before any resolution
+        if pattern is None:
+            raise Refused("allowlist")
+        if name in self.overrides:
+            addr, test_upstream = self.overrides[name]
+            infos = [(ipaddress.ip_address(addr), test_upstream)]
+        elif netcheck.special_use(name):
+            raise Refused("special-use")
+        else:
+            try:
+                got = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+            except (OSError, UnicodeError):
+                raise Refused("no-address") from None
+            infos = [(ipaddress.ip_address(sa[0].split("%", 1)[0]), False) for *_, sa in got]
+            if not infos:
+                raise Refused("no-address")
+        own = self.own()
+        for addr, test_upstream in infos:
+            # A test upstream (only the operator's config marks one) is exempt for exactly its
+            # mapped name and address: tests' upstreams live on loopback, which is refused
+            # otherwise; the jail can write neither the config nor the policy that carries it.
+            rule = None if test_upstream else netcheck.refused_address(addr, own)
+            if rule:
+                raise Refused(rule, str(addr))
+        first = netcheck.unmapped(infos[0][0])
+        sa = (str(first), port) if first.version == 4 else (str(first), port, 0, 0)
+        return sa, pattern
+
+    # -- logging ---------------------------------------------------------------------------------
+    def log(self, host: str, port: int, address: str, decision: str, rule: str) -> None:
+        if self.log_path is None:
+            return
+        line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
+                           "port": port, "address": address, "decision": decision, "rule": rule},
+                          ensure_ascii=True) + "\n"
+        try:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                if os.fstat(fd).st_size < LOG_MAX:
+                    os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    # -- serving ---------------------------------------------------------------------------------
+    def serve(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            if not self.slots.acquire(blocking=False):
+                conn.close()
+                continue
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            self.handle(conn)
+        except Exception:  # noqa: BLE001 - one connection's failure never stops the proxy
+            pass
+        finally:
+            conn.close()
+            self.slots.release()
+
+    def handle(self, conn: socket.socket) -> None:
+        conn.settimeout(HEAD_TIMEOUT)
+        try:
+            head, early = read_head(conn)
+            host, port = parse_connect(head)
+        except BadRequest as exc:
+            _reply(conn, exc.status, exc.reason, str(exc))
+            return
+        except OSError:
+            return
+        shown = host if len(host) <= 253 else host[:253]
+        try:
+            sa, rule = self.decide(host, port)
+        except Refused as r:
+            self.log(shown, port, r.address, "denied", r.rule)
+            _reply(conn, 403, "Forbidden", netcheck.why_refused(r.rule, shown))
+            return
+        up = socket.socket(socket.AF_INET if len(sa) == 2 else socket.AF_INET6, socket.SOCK_STREAM)
+        up.settimeout(CONNECT_TIMEOUT)
+        try:
+            up.connect(sa)
+        except OSError as exc:
+            up.close()
+            self.log(shown, port, sa[0], "failed", rule)
+            _reply(conn, 502, "Bad Gateway", f"{shown}: cannot connect to {sa[0]} ({exc.strerror or exc})")
+            return
+        self.log(shown, port, sa[0], "allowed", rule)
+        with up:
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if early:
+                up.sendall(early)
+            relay(conn, up)
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, reason: str, message: str):
+        super().__init__(message)
+        self.status, self.reason = status, reason
+
+
+def read_head(conn: socket.socket) -> tuple[bytes, bytes]:
+    """The request head (without its final CRLFCRLF) and whatever followed it; bounded in size
+    and time (the socket's timeout covers each read, the deadline the whole head)."""
+    buf = b""
+    deadline = time.monotonic() + HEAD_TIMEOUT
+    while b"\r\n\r\n" not in buf:
+        if len(buf) > MAX_HEAD:
+            raise BadRequest(431, "Request Header Fields Too Large", f"request head over {MAX_HEAD} bytes")
+        if time.monotonic() > deadline:
+            raise BadRequest(408, "Request Timeout", "request head too slow")
+        chunk = conn.recv(MAX_HEAD + 4 - len(buf))
+        if not chunk:
+            raise OSError("closed")
+        buf += chunk
+    head, _, early = buf.partition(b"\r\n\r\n")
+    if len(head) > MAX_HEAD:
+        raise BadRequest(431, "Request Header Fields Too Large", f"request head over {MAX_HEAD} bytes")
+    return head, early
+
+
+def parse_connect(head: bytes) -> tuple[str, int]:
+    """`CONNECT host:port HTTP/1.x` and header lines of printable ASCII; nothing else."""
+    lines = head.split(b"\r\n")
+    if any(not all(32 <= c < 127 or c == 9 for c in line) for line in lines):
+        raise BadRequest(400, "Bad Request", "request head is not printable ASCII")
+    parts = lines[0].decode("ascii").split(" ")
+    if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
+        raise BadRequest(400, "Bad Request", "not an HTTP/1 request line")
+    method, target, _ = parts
+    if method != "CONNECT":
+        raise BadRequest(405, "Method Not Allowed", "only CONNECT is supported (use https, or an HTTPS_PROXY-aware client)")
+    for line in lines[1:]:
+        if ":" not in line.decode("ascii") or line[:1] in (b" ", b"\t"):
+            raise BadRequest(400, "Bad Request", "malformed header line")
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or len(port) > 5 or not host:
+        raise BadRequest(400, "Bad Request", "CONNECT target must be host:port")
+    return host.lower(), int(port)
+
+
+def _reply(conn: socket.socket, status: int, reason: str, body: str) -> None:
+    data = (body.replace("\r", " ").replace("\n", " ") + "\n").encode("ascii", "replace")
+    try:
+        conn.sendall(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {len(data)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + data)
+    except OSError:
+        pass
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    """src -> dst until EOF, through a pipe with splice (the bytes never enter this process)."""
+    r, w = os.pipe2(os.O_CLOEXEC)
+    try:
+        try:
+            import fcntl
+
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, BUF)
+        except OSError:
+            pass
+        s, d = src.fileno(), dst.fileno()
+        while True:
+            n = os.splice(s, w, BUF)
+            if n == 0:
+                break
+            while n:
+                n -= os.splice(r, d, n)
+    except OSError:
+        pass
+    finally:
+        os.close(r)
+        os.close(w)
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def relay(a: socket.socket, b: socket.socket) -> None:
+    a.settimeout(None)
+    b.settimeout(None)
+    t = threading.Thread(target=_pump, args=(b, a), daemon=True)
+    t.start()
+    _pump(a, b)
+    t.join()
+
+
+# -- the session's process -------------------------------------------------------------------------
+
+def session_dir(store: str, session_id: str) -> str:
+    """state/net/<session id>: under tmuxjail's state dir, which no jail sees."""
+    sid = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] or "session"
+    return os.path.join(os.path.dirname(store), "net", sid)
+
+
+def listen(directory: str) -> tuple[socket.socket, str]:
+    """A listening unix socket in directory, named after this process (each pane of a session
+    has a proxy of its own); sockets of proxies that are gone are removed first."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.lstat(directory)
+    if not os.path.isdir(directory) or os.path.islink(directory) or st.st_uid != os.getuid():
+        raise OSError(f"{directory} is not a directory of ours")
+    for name in os.listdir(directory):
+        pid = name[len("proxy-"):-len(".sock")]
+        if name.startswith("proxy-") and name.endswith(".sock") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+    path = os.path.join(directory, f"proxy-{os.getpid()}.sock")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    where, fd = _sockaddr_path(path)
+    try:
+        s.bind(where)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    os.chmod(path, 0o600)
+    s.listen(128)
+    return s, path
+
+
+def _exit_when_readable(fd: int) -> None:
+    import select
+
+    select.select([fd], [], [])
+    os._exit(0)
+
+
+def spawn(policy: dict, store: str, session_id: str) -> str:
+    """Start this pane's proxy; returns its socket's host path. The child lives exactly as long
+    as this process (which execs bwrap next): PR_SET_PDEATHSIG."""
+    import ctypes
+    import signal
+
+    directory = session_dir(store, session_id)
+    listener, path = listen(directory)
+    log_path = os.path.join(directory, LOG_NAME)
+    proxy = Proxy(policy.get("allow_domains", ()), policy.get("resolve", ()), log_path)
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        listener.close()
+        return path
+    try:
+        # Dies with its parent, which is bwrap by then. PR_SET_PDEATHSIG alone is not enough: the
+        # signal comes from the dying parent, and Landlock's signal scope (strict jails) stops it
+        # at the domain's edge; a pidfd of the parent needs no signal.
+        watch = os.pidfd_open(parent)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(0)
+        threading.Thread(target=_exit_when_readable, args=(watch,), daemon=True).start()
+        os.setsid()  # out of the pane's terminal: ^C to the CLI never reaches the proxy
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        keep = sorted((listener.fileno(), watch))
+        for lo, hi in zip([2, *keep], [*keep, 65536]):
+            os.closerange(lo + 1, hi)
+        os.chdir("/")
+        proxy.serve(listener)
+    finally:
+        os._exit(0)
