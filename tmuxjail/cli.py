@@ -102,6 +102,7 @@ def _parser():
     sh = cmd("show", "show a session and its effective policy, in full", "tmuxjail show app --json")
     sh.add_argument("name")
     sh.add_argument("--json", action="store_true", help="print JSON")
+    sh.add_argument("--network", action="store_true", help="the destinations its egress proxy allowed and denied")
 
     st = cmd("stop", "stop a session (kills its tmux session; the record stays)", "tmuxjail stop app")
     st.add_argument("name")
@@ -506,6 +507,12 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         return FINDINGS if result["count"] else 0
     if args.command == "show":
         d = sessions.show(ctx, args.name)
+        if args.network:
+            from . import netlog
+
+            rep = netlog.report(d, str(ctx.paths.store))
+            _print_json(rep) if json_out else print(netlog.text(rep))
+            return 0
         if json_out:
             _print_json(d)
         else:

@@ -161,6 +161,10 @@ def test_only_allowed_names_reach_an_upstream(jail_env, upstream, mode):
     if outside:
         assert ("up.test", "denied", "allowlist") in {(r["host"], r["decision"], r["rule"]) for r in rows}
     assert all(set(r) == {"time", "host", "port", "address", "decision", "rule"} for r in rows), rows
+    shown = env.json("show", "j", "--network")
+    assert shown["network"] == "proxy" and shown["destinations"] == rows, shown
+    text = env.run("show", "j", "--network", check=True).stdout
+    assert f"allowed  {allowed}:{upstream.port}  127.0.0.1" in text, text
 
 
 @pytest.mark.parametrize("mode", STRICT)

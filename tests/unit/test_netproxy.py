@@ -235,3 +235,21 @@ def test_bridge_wiring_is_after_the_process_limit_and_binds_the_socket():
                            "/bin/cli", "-x"]
     env = netbridge.env({"NO_PROXY": "*", "no_proxy": "x", "A": "1"})
     assert "NO_PROXY" not in env and "no_proxy" not in env and env["ALL_PROXY"] == "http://127.0.0.1:3128"
+
+
+def test_show_network_rechecks_every_row(tmp_path):
+    """The log's host names came from a jail: rows that are not exactly a row are skipped, and
+    nothing but printable ASCII is shown."""
+    from tmuxjail import netlog
+
+    store = tmp_path / "store.db"
+    d = netproxy.session_dir(str(store), "sid-1")
+    os.makedirs(d)
+    good = {"time": "t", "host": "a\x1b[2Jb", "port": 443, "address": "", "decision": "denied", "rule": "allowlist"}
+    with open(os.path.join(d, netproxy.LOG_NAME), "w") as f:
+        f.write(json.dumps(good) + "\n" + "not json\n" + json.dumps(dict(good, port="443")) + "\n"
+                + json.dumps(dict(good, extra=1)) + "\n")
+    rows = netlog.read(str(store), "sid-1")
+    assert rows == [dict(good, host="a?[2Jb")]
+    rep = netlog.report({"name": "j", "id": "sid-1", "policy": {"network": "proxy", "allow_domains": ["*"]}}, str(store))
+    assert "\x1b" not in netlog.text(rep) and "denied   a?[2Jb:443" in netlog.text(rep)
