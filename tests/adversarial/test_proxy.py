@@ -325,7 +325,7 @@ def test_the_proxy_lives_exactly_as_long_as_the_jail(jail_env, upstream, end):
         env.tmux("kill-server", check=False)
     else:
         env.tmux("send-keys", "-t", "=j:", "exit", "Enter")
-    assert _wait_for(lambda: not _alive(proxies), timeout=10), (end, proxies)
+    assert _wait_for(lambda: not _alive(proxies), timeout=20), (end, proxies, [Path(f"/proc/{p}/status").read_text()[:300] for p in _alive(proxies)])
 
 
 OTHER = """\

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""The egress proxy's costs (issue 15, item 9), side by side in one run:
+
+    .venv/bin/python bench/network.py [--runs N] [--mb 100] [--json FILE]
+
+- start: `tmuxjail start codex --mode isolated --network proxy --detach` until the stand-in CLI
+  inside wrote its ready file, interleaved run by run with the same start under `--network host`
+  (and `none`, info). Target: proxy ≤ 1.15× host.
+- transfer: MB bytes from an upstream on this machine's loopback, read by the same client
+  (256 KiB reads) directly, and through the whole proxied path: the client runs in a network
+  namespace of its own (`unshare -rn`, as in a jail) under the real bridge, which hands each
+  connection to the real proxy (netproxy) over its unix socket. Only the data phase is timed.
+  Target: proxied throughput ≥ 0.8× direct.
+- memory: VmRSS of each started session's proxy process (and of the in-jail bridge, info).
+
+HOME and XDG dirs point into a temporary directory; private tmux servers (-L) are killed at the
+end. Nothing here leaves loopback. Prints PASS/MISS; a MISS never fails the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+TJ = Path(PY).parent / "tmuxjail"
+READY = ".ready"
+CHUNK = 1 << 18
+
+CLIENT = r"""
+import socket, sys, time
+mode, host, port, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+if mode == "direct":
+    s = socket.create_connection((host, port))
+else:
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: x\r\n\r\n" % (host, port)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+buf = bytearray(1 << 18)
+view = memoryview(buf)
+got = 0
+t0 = time.perf_counter()
+while True:
+    n = s.recv_into(view)
+    if not n:
+        break
+    got += n
+dt = time.perf_counter() - t0
+assert got == total, (got, total)
+print(dt)
+"""
+
+
+def upstream(total: int) -> socket.socket:
+    """Sends `total` bytes to each connection, then closes."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    block = memoryview(os.urandom(CHUNK))
+
+    def one(c):
+        with c:
+            left = total
+            while left:
+                left -= c.send(block[:min(CHUNK, left)])
+
+    def serve():
+        while True:
+            try:
+                c, _ = s.accept()
+            except OSError:
+                return
+            threading.Thread(target=one, args=(c,), daemon=True).start()
+    threading.Thread(target=serve, daemon=True).start()
+    return s
+
+
+def vmrss_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def children(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = [int(k) for k in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:
+            continue
+        out += kids
+        todo += kids
+    return out
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+class World:
+    def __init__(self, base: Path):
+        self.home = base / "home"
+        self.bin = base / "bin"
+        for d in (self.home, self.bin):
+            d.mkdir(parents=True)
+        self.socket = f"bench-net-{secrets.token_hex(4)}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+        env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
+                   XDG_STATE_HOME=str(self.home / ".local/state"), XDG_DATA_HOME=str(self.home / ".local/share"),
+                   XDG_CACHE_HOME=str(self.home / ".cache"), PATH=f"{self.bin}:{env.get('PATH', os.defpath)}")
+        self.env = env
+        codex = self.bin / "codex"
+        codex.write_text(f"#!/bin/sh\n: > {READY}\nexec sleep 3600\n")
+        codex.chmod(0o755)
+
+    def tmux(self, *args) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True)
+
+    def start(self, network: str, name: str, ws: Path) -> float:
+        ready = ws / READY
+        ready.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        p = subprocess.run([str(TJ), "-L", self.socket, "start", "codex", "--mode", "isolated", "--network", network,
+                            "--workspace", str(ws), "--name", name, "--detach"], env=self.env, capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"start --network {network}: {p.stderr.strip()[-300:]}")
+        while not ready.exists():
+            if time.perf_counter() - t0 > 30:
+                raise RuntimeError(f"start --network {network}: the stand-in never became ready")
+            time.sleep(0.002)
+        return time.perf_counter() - t0
+
+    def pane_pid(self, name: str) -> int:
+        return int(self.tmux("display-message", "-p", "-t", f"={name}:", "#{pane_pid}").stdout.strip())
+
+
+def bench_start(base: Path, runs: int) -> dict:
+    w = World(base / "start")
+    w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
+    times: dict[str, list[float]] = {"proxy": [], "host": [], "none": []}
+    proxy_rss, bridge_rss = [], []
+    try:
+        for i in range(runs + 1):  # run 0 warms the identity and page caches: not counted
+            for net in ("proxy", "host", "none"):
+                ws = base / "start" / "ws" / net
+                ws.mkdir(parents=True, exist_ok=True)
+                name = f"{net}{i}"
+                t = w.start(net, name, ws)
+                if i:
+                    times[net].append(t)
+                if net == "proxy" and i:
+                    pane = w.pane_pid(name)
+                    for pid in children(pane):
+                        cmd = cmdline(pid)
+                        if b"tmuxjail.launch" in cmd:
+                            proxy_rss.append(vmrss_kb(pid))
+                        elif b"bridge.py" in cmd and b"python" in cmd.split(b"\0")[0]:
+                            bridge_rss.append(vmrss_kb(pid))
+                w.tmux("kill-session", "-t", f"={name}")
+    finally:
+        w.tmux("kill-server")
+    return {"times": times, "proxy_rss_kb": [x for x in proxy_rss if x], "bridge_rss_kb": [x for x in bridge_rss if x]}
+
+
+def bench_transfer(base: Path, runs: int, mb: int) -> dict:
+    from tmuxjail import netbridge, netproxy
+
+    total = mb << 20
+    up = upstream(total)
+    port = up.getsockname()[1]
+    d = base / "transfer"
+    (d / "net").mkdir(parents=True)
+    (d / "bridge.py").write_text(netbridge.BRIDGE)
+    (d / "client.py").write_text(CLIENT)
+    code = ("import sys; from tmuxjail import netproxy; "
+            "l, p = netproxy.listen(sys.argv[1]); print(p, flush=True); "
+            "netproxy.Proxy(('*',), (('up.test', '127.0.0.1', True),), None).serve(l)")
+    proxy = subprocess.Popen([PY, "-c", code, str(d / "net")], stdout=subprocess.PIPE, text=True)
+    sock = proxy.stdout.readline().strip()
+    py3 = shutil.which("python3") or PY
+    jailed = ["unshare", "-rn", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
+              py3, "-I", "-S", str(d / "bridge.py"), sock, str(netbridge.PORT), "--",
+              py3, "-I", "-S", str(d / "client.py"), "proxy", "up.test", str(port), str(total)]
+    direct = [py3, "-I", "-S", str(d / "client.py"), "direct", "127.0.0.1", str(port), str(total)]
+    out: dict[str, list[float]] = {"direct": [], "proxy": []}
+    try:
+        for i in range(runs + 1):
+            for kind, argv in (("direct", direct), ("proxy", jailed)):
+                p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+                if p.returncode != 0:
+                    raise RuntimeError(f"transfer {kind}: {p.stderr.strip()[-400:]}")
+                if i:
+                    out[kind].append(float(p.stdout.strip().splitlines()[-1]))
+        out["proxy_rss_after_kb"] = [vmrss_kb(proxy.pid)]
+    finally:
+        proxy.kill()
+        proxy.wait()
+        up.close()
+    return out
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args()
+    if not TJ.exists():
+        sys.exit(f"bench: no tmuxjail next to {PY} (use the venv's python)")
+    base = Path(tempfile.mkdtemp(prefix="tj-bench-net-"))
+    try:
+        s = bench_start(base, args.runs)
+        t = bench_transfer(base, args.runs, args.mb)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    st = s["times"]
+    start_ratio = med(st["proxy"]) / med(st["host"])
+    thr = {k: args.mb / med(v) for k, v in t.items() if k in ("direct", "proxy")}
+    thr_ratio = thr["proxy"] / thr["direct"]
+    rss = s["proxy_rss_kb"]
+    verdict = lambda ok: "PASS" if ok else "MISS"  # noqa: E731
+    print(f"start (median of {args.runs}): proxy {med(st['proxy']):.3f} s, host {med(st['host']):.3f} s, "
+          f"none {med(st['none']):.3f} s (info)  ratio proxy/host {start_ratio:.2f}x  target <= 1.15x  "
+          f"{verdict(start_ratio <= 1.15)}")
+    print(f"transfer {args.mb} MB (median of {args.runs}): direct {thr['direct']:.0f} MB/s, through bridge+proxy "
+          f"{thr['proxy']:.0f} MB/s  ratio {thr_ratio:.2f}x  target >= 0.8x  {verdict(thr_ratio >= 0.8)}")
+    best = {k: args.mb / min(v) for k, v in t.items() if k in ("direct", "proxy")}
+    print(f"transfer {args.mb} MB (best of {args.runs}, info): direct {best['direct']:.0f} MB/s, proxied "
+          f"{best['proxy']:.0f} MB/s  ratio {best['proxy'] / best['direct']:.2f}x")
+    if rss:
+        print(f"proxy RSS per session: median {med(rss) / 1024:.1f} MB, max {max(rss) / 1024:.1f} MB "
+              f"(one proxy per jailed pane); in-jail bridge {med(s['bridge_rss_kb']) / 1024:.1f} MB (info)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"start": st, "start_ratio": start_ratio, "transfer_s": t,
+                                               "throughput_MBps": thr, "throughput_ratio": thr_ratio,
+                                               "proxy_rss_kb": rss, "bridge_rss_kb": s["bridge_rss_kb"]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
