@@ -187,7 +187,7 @@ def bench_start(base: Path, runs: int) -> dict:
 
 
 def bench_transfer(base: Path, runs: int, mb: int) -> dict:
-    from tmuxjail import netbridge, netproxy
+    from tmuxjail import netbridge
 
     total = mb << 20
     up = upstream(total)

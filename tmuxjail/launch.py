@@ -202,7 +202,7 @@ def start_proxy(spec: dict, policy: dict) -> tuple[str, str]:
 
     python = netbridge.python_for_jail(policy, sys.executable)
     if python is None:
-        die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
+        return die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
             "install python3, or start with --network none", EXIT_UNAVAILABLE)
     try:
         sock = netproxy.spawn(policy, str(spec["store"]), str(spec["session_id"]))

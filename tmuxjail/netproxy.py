@@ -17,6 +17,7 @@ never read. Each decision is one JSON line in the session's log (netlog)."""
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import json
 import os
 import socket
@@ -86,8 +87,9 @@ class Proxy:
             self._own = (time.monotonic(), cached)
         return cached
 
-    def decide(self, host: str, port: int) -> tuple[tuple, str]:
-        """(sockaddr to connect to, rule that allowed it), or raise Refused."""
+    def decide(self, host: str, port: int) -> tuple[list[tuple], str]:
+        """(the sockaddrs to try, in order, every one checked; the rule that allowed them), or
+        raise Refused."""
         lit = netcheck.literal(host)
         if lit is not None:
             raise Refused("literal-address", str(lit))
@@ -102,9 +104,10 @@ class Proxy:
         pattern = netcheck.allowed_by(name, self.allow)  # before any resolution
         if pattern is None:
             raise Refused("allowlist")
+        infos: list[tuple[netcheck.Address, bool]]
         if name in self.overrides:
-            addr, test_upstream = self.overrides[name]
-            infos = [(ipaddress.ip_address(addr), test_upstream)]
+            mapped, test_upstream = self.overrides[name]
+            infos = [(ipaddress.ip_address(mapped), test_upstream)]
         elif netcheck.special_use(name):
             raise Refused("special-use")
         else:
@@ -112,7 +115,7 @@ class Proxy:
                 got = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
             except (OSError, UnicodeError):
                 raise Refused("no-address") from None
-            infos = [(ipaddress.ip_address(sa[0].split("%", 1)[0]), False) for *_, sa in got]
+            infos = [(ipaddress.ip_address(str(sa[0]).split("%", 1)[0]), False) for *_, sa in got]
             if not infos:
                 raise Refused("no-address")
         own = self.own()
@@ -123,9 +126,8 @@ class Proxy:
             rule = None if test_upstream else netcheck.refused_address(addr, own)
             if rule:
                 raise Refused(rule, str(addr))
-        first = netcheck.unmapped(infos[0][0])
-        sa = (str(first), port) if first.version == 4 else (str(first), port, 0, 0)
-        return sa, pattern
+        addrs = dict.fromkeys(netcheck.unmapped(a) for a, _ in infos)
+        return [(str(a), port) if a.version == 4 else (str(a), port, 0, 0) for a in addrs], pattern
 
     # -- logging ---------------------------------------------------------------------------------
     def log(self, host: str, port: int, address: str, decision: str, rule: str) -> None:
@@ -159,8 +161,8 @@ class Proxy:
     def _handle(self, conn: socket.socket) -> None:
         try:
             self.handle(conn)
-        except Exception:  # noqa: BLE001 - one connection's failure never stops the proxy
-            pass
+        except Exception as exc:  # noqa: BLE001 - one connection's failure never stops the proxy
+            del exc
         finally:
             conn.close()
             self.slots.release()
@@ -177,19 +179,24 @@ class Proxy:
             return
         shown = host if len(host) <= 253 else host[:253]
         try:
-            sa, rule = self.decide(host, port)
+            addrs, rule = self.decide(host, port)
         except Refused as r:
             self.log(shown, port, r.address, "denied", r.rule)
             _reply(conn, 403, "Forbidden", netcheck.why_refused(r.rule, shown))
             return
-        up = socket.socket(socket.AF_INET if len(sa) == 2 else socket.AF_INET6, socket.SOCK_STREAM)
-        up.settimeout(CONNECT_TIMEOUT)
-        try:
-            up.connect(sa)
-        except OSError as exc:
-            up.close()
+        up, sa, err = None, addrs[0], ""
+        for sa in addrs:  # each was checked; nothing else is ever connected to
+            up = socket.socket(socket.AF_INET if len(sa) == 2 else socket.AF_INET6, socket.SOCK_STREAM)
+            up.settimeout(CONNECT_TIMEOUT)
+            try:
+                up.connect(sa)
+                break
+            except OSError as exc:
+                up.close()
+                up, err = None, exc.strerror or str(exc)
+        if up is None:
             self.log(shown, port, sa[0], "failed", rule)
-            _reply(conn, 502, "Bad Gateway", f"{shown}: cannot connect to {sa[0]} ({exc.strerror or exc})")
+            _reply(conn, 502, "Bad Gateway", f"{shown}: cannot connect to {sa[0]} ({err})")
             return
         self.log(shown, port, sa[0], "allowed", rule)
         with up:
@@ -367,7 +374,7 @@ def spawn(policy: dict, store: str, session_id: str) -> str:
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         keep = sorted((listener.fileno(), watch))
-        for lo, hi in zip([2, *keep], [*keep, 65536]):
+        for lo, hi in itertools.pairwise([2, *keep, 65536]):
             os.closerange(lo + 1, hi)
         os.chdir("/")
         proxy.serve(listener)
