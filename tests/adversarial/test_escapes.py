@@ -243,6 +243,10 @@ def test_environment_is_an_allowlist(world, mode):
     assert not names & {"LD_PRELOAD", "NODE_OPTIONS", "AWS_SECRET_ACCESS_KEY", "TMUX", "TMUX_PANE"}, names
     # The caller's locale passes (the suite also runs under LC_ALL=C: the newcomer tier).
     names -= {n for n in names if n in ("LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LANGUAGE")}
+    # Under network proxy the launcher adds the proxy's variables (its own values, never the caller's).
+    from tmuxjail.netbridge import PROXY_VARS
+
+    names -= set(PROXY_VARS) if env.json("show", "j")["network"] == "proxy" else set()
     assert names <= {"HOME", "USER", "LOGNAME", "SHELL", "PATH", "TMPDIR", "TERM", "LANG", "PWD", "SHLVL", "_", "OLDPWD"}
 
 
