@@ -195,7 +195,7 @@ def traced(spec: dict[str, Any]) -> list[str]:
     return argv(path)
 
 
-def start_proxy(spec: dict, policy: dict) -> tuple[str, str]:
+def start_proxy(spec: dict[str, Any], policy: dict[str, Any]) -> tuple[str, str]:
     """Network proxy: fork this pane's egress proxy (netproxy), before anything narrows this
     process (keyring, cgroup, Landlock). Returns (its socket's host path, the bridge's Python)."""
     from . import netbridge, netproxy
