@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .base import Adapter
+from tmuxjail.errors import UsageError
+from tmuxjail.registry import PROVIDERS
 
-PROVIDERS = {
-    "codex": "codex",
-    "claude-code": "claude_code",
-    "cursor": "cursor",
-    "pi": "pi",
-    "shell": "shell",
-}
+from .base import Adapter
 
 
 def get(provider: str) -> Adapter:
     if provider not in PROVIDERS:
-        from tmuxjail.errors import UsageError
-
         raise UsageError(
             f"unknown provider {provider!r}", hint="choose one of: " + ", ".join(PROVIDERS)
         )

@@ -19,6 +19,11 @@ import sys
 import time
 import unicodedata
 
+from . import paths
+from .errors import FINDINGS, TmuxjailError
+from .scan import STAT_KINDS, scan
+from .store import Store
+
 ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TEXT_LIMIT = 200  # findings printed in text; JSON has them all
 
@@ -31,7 +36,6 @@ def workspaces(row) -> list[str]:
 
 
 def baseline(store, sid: str, roots) -> dict:
-    from .scan import scan
 
     # The jail starts hundreds of ms after this, far more than the file system's coarse clock
     # lags (a tick): what it changes has a later ctime, what was there before an earlier one.
@@ -51,7 +55,6 @@ def _base(store, sid: str) -> dict | None:
 
 
 def run(store, row, show_all: bool = False, record: bool = True) -> dict:
-    from .scan import STAT_KINDS, scan
 
     roots = workspaces(row)
     s = scan(roots)
@@ -119,9 +122,6 @@ def run_hidden(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] != "--id" or not ID_RE.match(argv[1]):
         print("tmuxjail: usage: tmuxjail _audit --id SESSION_ID", file=sys.stderr)
         return 2
-    from . import paths
-    from .errors import TmuxjailError
-    from .store import Store
 
     try:
         store = Store(paths.get().store)
@@ -135,7 +135,6 @@ def run_hidden(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - a hook has no terminal: one line for whoever runs it by hand
         print(f"tmuxjail: audit failed: {exc.__class__.__name__}: {exc}", file=sys.stderr)
         return 1
-    from .errors import FINDINGS
 
     return FINDINGS if result["count"] else 0
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TmuxjailError, UsageError
+from .registry import MODES
 
-MODES = ("compatibility", "isolated", "verified")
 SCREEN_TIMEOUT = 40.0
 PROBE_TIMEOUT = 40.0
 SMALL = 1 << 20  # files hashed by content in the real-home snapshot (the rest: by lstat incl. ctime)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
+from .registry import PROVIDERS
+
 SESSION_ARGS = {"name"}  # positionals that take a session name
 DIR_OPTS = {"--workspace"}
 FILE_METAVARS = {"FILE", "DIR", "SOCKET_PATH"}
@@ -15,8 +17,6 @@ FILE_METAVARS = {"FILE", "DIR", "SOCKET_PATH"}
 def spec(parser: argparse.ArgumentParser) -> dict:
     """{command: {"flags": [...], "values": {flag: words | ":dir" | ":file" | ""},
     "positional": [words | ":session", ...]}}, plus "" for the top level."""
-    from .cli import PROVIDERS
-
     def walk(p):
         flags, values, positional = [], {}, []
         for a in p._actions:
@@ -101,10 +101,8 @@ def bash(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines)
 
 
-def script(shell: str) -> str:
-    from .cli import _parser
-
-    text = bash(_parser())
+def script(shell: str, parser: argparse.ArgumentParser) -> str:
+    text = bash(parser)
     if shell == "zsh":
         return "#compdef tmuxjail\nautoload -U +X bashcompinit && bashcompinit\n" + text
     return text

@@ -10,8 +10,7 @@ from typing import Any
 
 from .errors import ConfigError, TmuxjailError
 from .netpolicy import ANY, check_pattern
-
-MODES = ("compatibility", "isolated", "verified")
+from .registry import MODES, PROVIDERS
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
         "limits", "network"}
 # [limits] key -> (model.Limits field, smallest value accepted)
@@ -156,6 +155,8 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
     if not isinstance(providers, dict):
         raise ConfigError(f"{source}: providers: must be a table")
     for name, body in providers.items():
+        if name not in PROVIDERS:
+            raise ConfigError(f"{source}: providers.{name}: unknown provider (known: {', '.join(PROVIDERS)})")
         if not isinstance(body, dict) or set(body) - {"executable"}:
             raise ConfigError(f"{source}: providers.{name}: only 'executable' may be set")
         exe = body.get("executable")

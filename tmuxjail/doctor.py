@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
+import sqlite3
 from pathlib import Path
 
+from . import config, host, paths
+from .errors import TmuxjailError
+from .model import Limits
+from .sandbox import bwrap, landlock, pids, seccomp
+from .store import FIX, Store
 from .tmux import MIN_VERSION, Tmux, parse_version
 
 
@@ -40,14 +47,12 @@ def _cgroup_v2_memory() -> str | None:
 
 def limit_checks() -> list[tuple[str, str]]:
     """What bounds a jail's resources here (defaults and [limits] in the README)."""
-    from .model import Limits
 
     lim = Limits()
     mib = 1 << 20
     out = [("tmpfs sizes", f"/tmp, /var/tmp, /dev/shm {lim.tmp_bytes // mib} MiB each, /run {lim.run_bytes // mib} MiB, "
                            f"verified home {lim.home_bytes // mib} MiB by default ([limits] in the config)")]
     if os.getuid() == 0:
-        from .sandbox import pids
 
         found = pids.hierarchy()
         out.append(("process limit", f"{lim.nproc} per root-run jail, in a pids cgroup under {found[0]}/{pids.GROUP} "
@@ -65,8 +70,6 @@ def limit_checks() -> list[tuple[str, str]]:
 
 
 def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
-    from . import host
-    from .sandbox import bwrap, seccomp
 
     out: list[dict] = []
 
@@ -93,7 +96,6 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     strace = os.access("/usr/bin/strace", os.X_OK)  # tmuxjail.discover.trace.STRACE
     add("strace", strace, "/usr/bin/strace (tmuxjail discover traces the jail with it)" if strace else "not installed",
         "sudo apt-get install -y strace   (only `tmuxjail discover` needs it)", required=False)
-    from .sandbox import landlock
 
     ll = landlock.abi()
     add("landlock scope", ll >= landlock.MIN_ABI, f"Landlock ABI {ll} (6+ keeps strict jails off host abstract unix sockets)",
@@ -107,7 +109,6 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         required=False)
     for name, detail in limit_checks():
         add(name, True, detail, required=False)
-    from . import paths
 
     home = paths.home_problem(env)
     add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
@@ -156,7 +157,6 @@ def _socket_dir(socket: str) -> tuple[bool, str, str]:
 
 
 def _config() -> tuple[bool, str, str]:
-    from . import config, paths
 
     path = paths.get().config_file
     try:
@@ -167,10 +167,7 @@ def _config() -> tuple[bool, str, str]:
 
 
 def _store(path: Path) -> tuple[bool, str, str]:
-    import sqlite3
 
-    from .errors import TmuxjailError
-    from .store import FIX, Store
 
     if not path.exists():
         return True, f"{path} (created at the first start)", ""
@@ -191,7 +188,6 @@ def _store(path: Path) -> tuple[bool, str, str]:
 def _on_server_path(tmux: Tmux, env: dict) -> tuple[bool, str]:
     """The keys run `tmuxjail` through the tmux server's global PATH (the caller's, for a server
     tmuxjail will start)."""
-    import shutil
 
     path = env.get("PATH", os.defpath)
     source = "this shell's PATH (no tmux server yet)"

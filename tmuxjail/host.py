@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
+import tmuxjail
+
 from .sandbox import HostLayout
-from .sandbox.bwrap import TOP_LINKS
+from .sandbox.bwrap import FIXED_PATHS, TOP_LINKS
 
 ETC_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 # Walked for what others cannot read when tmuxjail runs as root (uid 0 in the jail owns it all).
@@ -179,7 +182,7 @@ def _reachable(sock: str) -> bool:
 HEAVY_DIRS = frozenset({"node_modules", ".venv", "venv", "target", "__pycache__", ".tox", ".mypy_cache",
                         ".pytest_cache", ".cache"})
 # Directories scanned, and how deep: past either the walk cannot promise every .git was seen, so a
-# strict start refuses (sessions._git_paths) rather than leave one unguarded. Counting directories,
+# strict start refuses (plan.git_paths) rather than leave one unguarded. Counting directories,
 # not entries: a jail that fills the top level with files must not switch the walk off.
 MAX_DIRS = 20000
 MAX_DEPTH = 48
@@ -318,12 +321,6 @@ def own_install() -> tuple[str, ...]:
     """The paths of tmuxjail's own install that the launcher executes or imports outside the jail
     (package, venv, interpreter, stdlib, bwrap) and that a capability-less process of this user
     could change: a compatibility jail must get them read-only."""
-    import sys
-
-    import tmuxjail
-
-    from .sandbox.bwrap import FIXED_PATHS
-
     candidates = [os.path.dirname(tmuxjail.__file__), sys.prefix, sys.executable,
                   os.path.dirname(os.__file__), *FIXED_PATHS]
     out: list[str] = []

@@ -1,204 +1,15 @@
-"""`tmuxjail list`: one `list-panes -a` call, one store query, and (for running panes) one
-`capture-pane` call for all of them, joined into rows. Stdlib only: no pydantic, structlog or
-libtmux on this path, so it answers in tens of milliseconds.
-
-Statuses of a session's row: running, exited (with its exit status), killed (with the signal),
-gone (no tmux session or pane any more), unreachable (its tmux server exists but does not answer), failed (the sandbox did not start), stopped (with --all), and, with --check,
-mismatch (a resume would be refused: the reason codes say why). Every other pane of a session
-tmuxjail owns gets a row of its own: a shell inside the same jail (`tmuxjail shell`, or a
-new-window/split through the session's default-command) is `running`/`exited` with kind `shell`;
-anything else (a hand-made split with an explicit command, a shell restored by tmux-resurrect)
-is `unjailed`, shown, never hidden.
-
-Why mismatch needs --check: it recomputes the policy from today's inputs (profiles, config,
-the executable's digest), which loads pydantic and hashes executables whose stat changed, about
-a quarter of a second per provider. The key-table popup passes --check."""
+"""`tmuxjail list` as text: the table (fit to the terminal, coloured, control characters shown
+as `?`), JSON and NDJSON, from the rows status.rows() builds. Stdlib only."""
 
 from __future__ import annotations
 
 import json
 import os
-
-from .panes import kind as pane_kind
-from .panes import placement
+import shutil
 
 COLUMNS = ("NAME", "PROVIDER", "MODE", "STATUS", "AGENT", "KIND", "PANE", "FINGERPRINT", "WORKSPACE")
 COLORS = {"running": "32", "exited": "33", "killed": "31", "gone": "2", "stopped": "2", "failed": "31",
           "mismatch": "1;31", "unjailed": "1;7;31", "working": "36", "waiting": "1;33"}
-
-
-def rows(ctx, include_stopped: bool = False, check: bool = False, activity: bool = True,
-         server: str | None = None) -> list[dict]:
-    """Sessions on every tmux server they were started on (one list-panes per server), or only
-    those of `server` (a -L name or a socket path)."""
-    from .sessions import server_of
-
-    records = ctx.readonly_store().sessions(include_stopped)
-    if server is not None:
-        records = [r for r in records if server in (r.tmux_socket, server_label(r.tmux_socket, ctx.env))]
-    servers: dict[str | None, tuple] = {}
-    out: list[dict] = []
-    for row in records:
-        if row.tmux_socket not in servers:
-            tmux = server_of(ctx, row)
-            # Another server that exists but does not answer us: its sessions may be running.
-            why = tmux.unreachable() if tmux is not ctx.tmux else None
-            all_panes = [] if why else tmux.panes()
-            by_session: dict[str, list] = {}
-            for p in all_panes:
-                by_session.setdefault(p.session_name, []).append(p)
-            servers[row.tmux_socket] = (tmux, all_panes, by_session, why)
-        _, all_panes, by_session, why = servers[row.tmux_socket]
-        got = session_rows(ctx, row, all_panes, by_session)
-        if why and row.status != "stopped":
-            got = got[:1]
-            got[0].update(status="unreachable", failure=why)
-        out += got
-    _audits(ctx, out)
-    if check:
-        _check(ctx, records, out)
-    if activity:
-        for socket, (tmux, _, _, _) in servers.items():
-            _activity(tmux, [d for d in out if d["tmux_socket"] == socket])
-    return out
-
-
-def server_label(socket: str | None, env) -> str:
-    """A -L name when tmux would put that socket there itself, else the socket path."""
-    if not socket:
-        return "-"
-    import os
-
-    from .tmux import default_socket
-
-    name = os.path.basename(socket)
-    return name if default_socket(name, env) == socket else socket
-
-
-def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
-    """The session's own row first, then one per other pane it has (shells, unjailed panes)."""
-    if by_session is None:
-        by_session = {}
-        for p in all_panes:
-            by_session.setdefault(p.session_name, []).append(p)
-    out: list[dict] = []
-    owned = placement(row) == "session"
-    if row.status == "stopped":
-        panes = []
-    elif owned:
-        panes = by_session.get(row.tmux_session, [])
-    else:  # a window or split in someone else's session: its own panes only
-        panes = [p for p in all_panes if p.tmuxjail_id == row.id]
-    kinds = [(p, pane_kind(p.start_command, row.fingerprint)) for p in panes]
-    agent = next((p for p, k in kinds if k == "agent"), None)
-    main = _base(row, agent, "agent")
-    if row.status == "stopped":
-        main["status"] = "stopped"
-    elif row.status == "failed" and (agent is None or agent.pane_dead == "1"):
-        main["status"] = "failed"
-        main["failure"] = row.failure
-    elif agent is None:
-        main["status"] = "gone"
-    else:
-        _pane_status(main, agent)
-    out.append(main)
-    for p, k in kinds:
-        if p is agent:
-            continue
-        if k is None and not owned:
-            continue
-        extra = _base(row, p, k or "unjailed")
-        if k is None:
-            extra.update(status="unjailed", mode=None, fingerprint=None,
-                         command=p.pane_current_command, start_command=p.start_command)
-        else:
-            _pane_status(extra, p)
-        out.append(extra)
-    return out
-
-
-def _network(row) -> str | None:
-    """The effective network the session was started with (its recorded policy)."""
-    pol = row.policy_data
-    return pol.get("network", "host") if pol else None
-
-
-def _base(row, pane, kind: str) -> dict:
-    return {
-        "id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
-        "network": _network(row), "status": None, "kind": kind, "agent": None,
-        "fingerprint": row.fingerprint, "workspace": row.workspace, "created_at": row.created_at,
-        "tmux_socket": row.tmux_socket, "server": server_label(row.tmux_socket, os.environ),
-        "tmux_session": row.tmux_session,
-        "tmux_pane": pane.pane_id if pane is not None else None,
-        "private_home": row.private_home, "env_name": row.env_name,
-        "native_session_id": row.native_id, "placement": placement(row),
-        "_foreground": pane.pane_current_command if pane is not None else "",
-    }
-
-
-def _pane_status(d: dict, pane) -> None:
-    if pane.pane_dead == "1" and pane.dead_signal:
-        # Killed by a signal: tmux leaves pane_dead_status empty; it is not an exit(0).
-        d["status"] = "killed"
-        d["signal"] = _signal_name(pane.dead_signal)
-    elif pane.pane_dead == "1":
-        d["status"] = "exited"
-        d["exit_status"] = int(pane.pane_dead_status) if pane.pane_dead_status.isdigit() else None
-    else:
-        d["status"] = "running"
-
-
-def _signal_name(num: str) -> str:
-    import signal
-
-    try:
-        return signal.Signals(int(num)).name
-    except ValueError:
-        return f"signal {num}"
-
-
-def _check(ctx, records, out: list[dict]) -> None:
-    """Recompute each live session's policy, as resume would, and mark the ones it would refuse."""
-    from .errors import TmuxjailError
-    from .sessions import _still_approved, recompute
-
-    by_id = {r.id: r for r in records}
-    for d in out:
-        if d["kind"] != "agent" or d["status"] in ("stopped", "failed"):
-            continue
-        row = by_id[d["id"]]
-        try:
-            fp, pol, reasons = recompute(ctx, row)
-            if fp == row.fingerprint and pol.get("mode") == "verified":  # as resume checks it
-                _still_approved(ctx, row, pol, ctx.readonly_store())
-        except TmuxjailError as exc:
-            fp, reasons = "", list(exc.data.get("reasons", ["workspace"]))
-        d["checked"] = True
-        if fp != row.fingerprint:
-            d["pane_status"] = d["status"]
-            d["status"] = "mismatch"
-            d["reasons"] = reasons or ["tampered"]
-
-
-def _audits(ctx, out: list[dict]) -> None:
-    """`audit`: the count of findings of the session's last audit (`tmuxjail audit NAME`)."""
-    from .audit import latest
-
-    found = latest(ctx.readonly_store())
-    for d in out:
-        if d["kind"] == "agent" and d["id"] in found:
-            d["audit"] = found[d["id"]]["count"]
-
-
-def _activity(tmux, out: list[dict]) -> None:
-    from .activity import guess
-
-    live = [d for d in out if d["status"] == "running" and d["kind"] in ("agent", "shell")]
-    screens = tmux.captures([d["tmux_pane"] for d in live if d["kind"] == "agent"
-                                 and d["provider"] != "shell"])
-    for d in live:
-        d["agent"] = guess(d["provider"], screens.get(d["tmux_pane"], ""), d["_foreground"], d["kind"])
 
 
 def public(rows_: list[dict]) -> list[dict]:
@@ -308,8 +119,6 @@ def table(rows_: list[dict], color: bool = False, width: int | None = None, home
 
 def width(stream, env) -> int | None:
     """The width to fit: $COLUMNS when set, else the terminal's; None (no limit) into a pipe."""
-    import shutil
-
     if env.get("COLUMNS", "").isdigit():
         return max(40, int(env["COLUMNS"]))
     if stream.isatty():
@@ -318,8 +127,6 @@ def width(stream, env) -> int | None:
 
 
 def use_color(mode: str, stream) -> bool:
-    import os
-
     if mode == "always":
         return True
     if mode == "never" or os.environ.get("NO_COLOR"):

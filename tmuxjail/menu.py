@@ -31,7 +31,11 @@ import subprocess
 import sys
 import tomllib
 
+from . import log
 from .errors import TmuxjailError, UsageError
+from .registry import MODES, PROVIDERS
+from .render import error_text
+from .status import rows
 
 ACTIONS = ("start", "resume", "list", "shell", "policy", "stop")
 KEYS = "123456789abcdefghijklmnopqrstuvwxyz"
@@ -86,7 +90,7 @@ def providers() -> list[tuple[str, str, bool]]:
     """(provider, display name, installed?) from the installed profiles, without pydantic."""
     from importlib import resources
 
-    from .profiles import available, file_name
+    from .profiles import available, file_name  # seam: the start menu only
 
     out = []
     path_env = os.environ.get("PATH", os.defpath)
@@ -102,7 +106,7 @@ def providers() -> list[tuple[str, str, bool]]:
 
 
 def allowed_modes(ctx) -> tuple[tuple[str, ...], str]:
-    from . import config
+    from . import config  # seam: the start menu only
 
     cfg = config.load(ctx.paths.config_file)
     return cfg.allowed_modes, cfg.default_mode
@@ -134,8 +138,6 @@ def start_menu(ctx, client: str | None, pane: str | None) -> list[str]:
 
 
 def resume_menu(ctx, client: str | None, pane: str | None) -> list[str]:
-    from .listing import rows
-
     tmux = ctx.tmux
     args = ["display-menu", *(["-c", client] if client else []), *(["-t", pane] if pane else []),
             "-T", "tmuxjail: resume", "-x", "C", "-y", "C", "--"]
@@ -188,16 +190,15 @@ def _start_directory(ctx, pane: str) -> str:
 
 def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> None:
     """`menu _start PROVIDER MODE -t PANE -c CLIENT`: what a start-menu item runs."""
-    from . import log, sessions
-    from .cli import MODES, PROVIDERS
+    from .commands.start import start  # seam: starting loads the policy code
+    from .plan import StartOptions
 
     if len(rest) != 2 or rest[0] not in PROVIDERS or rest[1] not in MODES or not pane:
         raise UsageError("usage: tmuxjail menu _start PROVIDER MODE -t PANE [-c CLIENT]")
     log.setup(ctx.paths.log_file, False)
     cwd = _start_directory(ctx, pane)
-    opts = sessions.StartOptions(provider=rest[0], mode=rest[1], workspaces=(cwd,), non_interactive=True,
-                                 detach=True)
-    result = sessions.start(ctx, opts)
+    opts = StartOptions(provider=rest[0], mode=rest[1], workspaces=(cwd,), non_interactive=True, detach=True)
+    result = start(ctx, opts)
     if client:
         ctx.tmux.switch_client(client, result.get("tmux_pane") or f"={result['tmux_session']}")
 
@@ -240,7 +241,7 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
             raise UsageError(f"unexpected arguments: {' '.join(rest)}")
         argv = build(ctx, action, client, pane)
         if argv is None:  # shell
-            from .panes import shell
+            from .commands.shell import shell  # seam: the policy code, as `tmuxjail shell`
 
             row = _jail_of(ctx, pane)
             if print_only:
@@ -264,7 +265,7 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
         if print_only or not (ctx.tmux.inside or client):
             raise
         # display-message expands its text once: `#` doubled, and no control characters.
-        msg = "".join(c if c.isprintable() else "?" for c in f"tmuxjail: {exc.message}").replace("#", "##")
+        msg = "".join(c if c.isprintable() else "?" for c in error_text(exc.message)).replace("#", "##")
         ctx.tmux.run("display-message", *(["-c", client] if client and CLIENT_RE.match(client) else []),
                      msg, check=False)
         return 0  # reported: a non-zero status would also put the pane in view mode

@@ -1,9 +1,8 @@
-"""The data tmuxjail reasons about, as validated pydantic models. Depends on nothing of ours."""
+"""The data tmuxjail reasons about, as validated pydantic models. Depends only on the registry."""
 
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import (
@@ -16,18 +15,12 @@ from pydantic import (
     model_validator,
 )
 
+from .registry import Mode
+
+__all__ = ["Mode", "Policy", "Profile", "Capability", "PathGrant", "ExecutableIdentity", "Limits"]
+
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CAP_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-
-
-class Mode(StrEnum):
-    compatibility = "compatibility"
-    isolated = "isolated"
-    verified = "verified"
-
-    @property
-    def strict(self) -> bool:
-        return self is not Mode.compatibility
 
 
 class _Frozen(BaseModel):

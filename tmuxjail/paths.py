@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pwd
+import re
 from collections import namedtuple
 from functools import cache
 from pathlib import Path
+
+from platformdirs import PlatformDirs
+
+from .errors import SandboxUnavailable
 
 APP = "tmuxjail"
 
@@ -40,9 +47,6 @@ class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
         project. `--env NAME` names a home shared on purpose by every workspace that names it."""
         if env_name != "default" or workspace is None:
             return self.homes / provider / env_name
-        import hashlib
-        import re
-
         base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:24] or "ws"
         return self.homes / provider / f"ws-{base}-{hashlib.sha256(workspace.encode()).hexdigest()[:12]}"
 
@@ -52,8 +56,6 @@ class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
 
 @cache
 def get() -> Paths:
-    from platformdirs import PlatformDirs
-
     dirs = PlatformDirs(APP)
     return Paths(
         home=Path(os.path.expanduser("~")),
@@ -73,8 +75,6 @@ def make_dirs_beneath(root: str, path: str, mode: int = 0o700) -> None:
     host path), one component at a time and never through a link: a `~/.pi -> ~/.ssh` the agent
     left must not make tmuxjail create ~/.ssh/agent on the host. Refuses (exit 5) on a link or a
     non-directory."""
-    from .errors import SandboxUnavailable
-
     rel = [c for c in path[len(root.rstrip("/")):].split("/") if c]
     if not (path == root or path.startswith(root.rstrip("/") + "/")) or any(c in (".", "..") for c in rel):
         raise SandboxUnavailable(f"{path} is not a canonical path below {root}; refusing to create it")
@@ -105,8 +105,6 @@ def home_problem(env) -> str | None:
     private home at that path), or None. An unset HOME means the password database's."""
     home = env.get("HOME")
     if home is None:
-        import pwd
-
         home = pwd.getpwuid(os.getuid()).pw_dir
     if not home:
         return "HOME is empty"

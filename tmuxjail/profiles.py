@@ -6,11 +6,14 @@ workspace is never policy."""
 from __future__ import annotations
 
 import hashlib
+import json
 import tomllib
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from pydantic import ValidationError
 
 from .errors import UsageError
 from .model import Capability, Profile
@@ -37,7 +40,6 @@ def validation_message(where: str, exc: Exception) -> str:
 
 def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_data: bytes = b"") -> Profile:
     """Pure: bytes of one profile file (+ the shared catalogue) -> a validated Profile."""
-    from pydantic import ValidationError
 
     try:
         raw = tomllib.loads(data.decode("utf-8"))
@@ -73,7 +75,6 @@ def _check_network(name: str, caps: Iterable[Capability]) -> None:
 
 
 def parse_shared(data: bytes) -> dict[str, Capability]:
-    from pydantic import ValidationError
 
     try:
         raw = tomllib.loads(data.decode("utf-8")).get("capabilities", {})
@@ -147,7 +148,6 @@ def hash_list(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
 
 
 def recorded_hashes() -> dict[str, dict[str, Any]]:
-    import json
 
     try:
         recorded: dict[str, dict[str, Any]] = json.loads(_read(HASHES))

@@ -91,7 +91,7 @@ def test_completion_covers_every_subcommand_and_flag(jail_env):
     import argparse
     import sys
 
-    from tmuxjail.cli import _parser
+    from tmuxjail.cli.app import parser as _parser
 
     env = jail_env
     env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "mine", "--detach")

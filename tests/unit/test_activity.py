@@ -1,7 +1,7 @@
 """Working / waiting guesses from a pane's visible screen (pure)."""
 
 from tmuxjail.activity import guess
-from tmuxjail.panes import kind
+from tmuxjail.status import kind
 
 
 def test_agents_working_when_their_busy_footer_shows():

@@ -11,7 +11,9 @@ import re
 import stat
 from pathlib import Path
 
+from .. import profiles
 from ..errors import UsageError
+from ..paths import ensure_private_dir
 from .classify import Classification
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,80}$")
@@ -106,7 +108,6 @@ def directory(config_dir: Path) -> Path:
 
 
 def write(config_dir: Path, did: str, text: str) -> Path:
-    from ..paths import ensure_private_dir
 
     d = ensure_private_dir(directory(config_dir))
     path = d / f"{check_id(did)}.toml"
@@ -132,7 +133,6 @@ def read(config_dir: Path, did: str) -> bytes:
 def load(config_dir: Path, provider: str, did: str):
     """The candidate as a Profile, validated exactly like a shipped one (its hash covers the
     catalogue too)."""
-    from .. import profiles
 
     data = read(config_dir, did)
     shared = profiles.shipped()[profiles.SHARED]

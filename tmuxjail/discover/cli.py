@@ -1,37 +1,20 @@
-"""The command-line seam of discovery: `discover ...` and `approve --candidate`."""
+"""The handlers of `discover ...` and `approve --candidate` (commands/discover.py calls them; the
+arguments are declared with the others in cli/app.py)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
+from ..adapters import get
+from ..commands.approve import record
 from ..errors import UsageError
+from . import run as r
 
 ACTIONS = ("show", "replay", "list")
 
 
-def add_parser(cmd) -> None:
-    d = cmd("discover", "run a provider once in an observed (isolated, traced) jail and propose a profile; "
-            "PROVIDER starts a discovery, show/replay take its ID, list lists them",
-            "tmuxjail discover codex --workspace ~/src/app\n"
-            "  tmuxjail discover codex --non-interactive --timeout 60 -- exec \"run the tests\"\n"
-            "  tmuxjail discover show codex-app-1 --json\n  tmuxjail discover replay codex-app-1")
-    d.add_argument("target", metavar="PROVIDER|show|replay|list")
-    d.add_argument("id", nargs="?", metavar="ID", help="for show and replay: the discovery's id")
-    d.add_argument("--workspace", action="append", default=[], metavar="DIR",
-                   help="writable workspace (repeatable; the first is the cwd; default: .)")
-    d.add_argument("--env", dest="env_name", default="default", metavar="NAME",
-                   help="private-home environment of the observed isolated jail (default: default)")
-    d.add_argument("--non-interactive", action="store_true",
-                   help="do not attach: run the step detached until it exits or --timeout; never prompts")
-    d.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="with --non-interactive: stop the step after this long (default: 600)")
-    d.add_argument("--json", action="store_true", help="print JSON (a new discovery: its id)")
-
-
 def run(ctx, args, passthrough: list[str], json_out: bool) -> int:
-    from . import run as r
-
     target = args.target
     if target == "list":
         rows = r.listing(ctx)
@@ -59,8 +42,6 @@ def run(ctx, args, passthrough: list[str], json_out: bool) -> int:
     if args.id:
         raise UsageError(f"unexpected {args.id!r}: pass the CLI's arguments after --",
                          hint="tmuxjail discover codex --non-interactive -- exec \"run the tests\"")
-    from ..adapters import get
-
     get(target)  # an unknown provider: exit 2 before anything starts
     if not args.non_interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("discover attaches your terminal to the observed pane; without a terminal, "
@@ -93,9 +74,6 @@ def _observe(ctx, r, m: dict, json_out: bool) -> int:
 
 def approve_candidate(ctx, args, json_out: bool) -> int:
     """Shows the diff in human words; records the approval only after a yes typed on a terminal."""
-    from .. import approve
-    from . import run as r
-
     if args.yes:
         raise UsageError("approve --candidate takes no --yes: a discovered candidate is approved only by a human "
                          "who reads it on a terminal")
@@ -111,7 +89,7 @@ def approve_candidate(ctx, args, json_out: bool) -> int:
     if not r.confirm_on_terminal("Approve this candidate?"):
         print("not approved", file=out)
         return 1
-    row = approve.record(ctx, plan)
+    row = record(ctx, plan)
     use = f"tmuxjail start {args.provider} --mode verified --candidate {args.candidate}"
     _print({**row, "candidate": args.candidate, "use": use}) if json_out else print(
         f"approved ({row['id']}); use it with: {use}   (replay: tmuxjail discover replay {args.candidate})")

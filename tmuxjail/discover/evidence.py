@@ -4,6 +4,7 @@ parsed trace (pure, given a `host_has` function). Paths and kinds only, never co
 from __future__ import annotations
 
 import errno as errno_mod
+import os
 from collections.abc import Callable
 from typing import Literal
 
@@ -281,6 +282,5 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
 
 def errno_text(name: str) -> str:
     code = getattr(errno_mod, name, None)
-    import os
 
     return os.strerror(code) if isinstance(code, int) else name

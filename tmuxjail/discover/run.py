@@ -11,14 +11,27 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .. import approvals, identity, plan, profiles
+from .. import config as config_mod
+from ..adapters import get as get_adapter
+from ..commands.start import start as start_session
+from ..commands.stop import stop as stop_session
+from ..context import server_of
 from ..errors import NotApproved, SandboxUnavailable, TmuxjailError, UsageError
+from ..paths import ensure_private_dir
+from ..policy import BASE_ENV, never_passed
 from . import candidate as cand_mod
+from . import evidence as ev_mod
+from . import trace as trace_mod
+from .classify import classify
+from .evidence import Evidence
 from .trace import STRACE
 
 TIMEOUT = 600.0
@@ -52,7 +65,6 @@ def meta(ctx, did: str) -> dict:
 
 
 def _new_id(ctx, provider: str, workspace: str, replay_of: str | None = None) -> tuple[str, Path]:
-    from ..paths import ensure_private_dir
 
     base = re.sub(r"[^a-z0-9-]+", "-", os.path.basename(workspace).lower()).strip("-")[:30] or "ws"
     prefix = f"{replay_of}-replay" if replay_of else f"{provider}-{base}-"
@@ -71,7 +83,6 @@ def _new_id(ctx, provider: str, workspace: str, replay_of: str | None = None) ->
 
 
 def _env_names(ctx, pol: dict) -> list[str]:
-    from ..policy import never_passed
 
     if pol["env_inherit"]:
         names = {k for k in ctx.env if not never_passed(k)}
@@ -84,28 +95,24 @@ def start(ctx, provider: str, workspaces: tuple[str, ...], args: list[str], non_
           timeout: float | None, env_name: str = "default", replay_of: str | None = None) -> dict:
     """Start the observed run: isolated mode (its layout and every guard) for a discovery, verified
     mode with the approved candidate for a replay; strace from outside the jail either way."""
-    from .. import sessions
-    from ..policy import BASE_ENV
 
     if not os.access(STRACE, os.X_OK):
         raise SandboxUnavailable(f"discovery traces the jail from outside with strace, and {STRACE} is missing",
                                  hint="sudo apt-get install -y strace   (then: tmuxjail doctor)")
-    ws = sessions._canonical_workspaces(workspaces, ctx.env.get("PWD") or os.getcwd())
+    ws = plan.canonical_workspaces(workspaces, ctx.env.get("PWD") or os.getcwd())
     mode = "verified" if replay_of else "isolated"
     did, d = _new_id(ctx, provider, ws[0], replay_of)
-    opts = sessions.StartOptions(provider=provider, mode=mode, workspaces=ws, name=did, env_name=env_name,
+    opts = plan.StartOptions(provider=provider, mode=mode, workspaces=ws, name=did, env_name=env_name,
                                  detach=True, non_interactive=True, args=tuple(args),
                                  trace=str(d / "trace"), candidate=replay_of)
     try:
-        result = sessions.start(ctx, opts)
+        result = start_session(ctx, opts)
     except BaseException:
-        import shutil
-
         shutil.rmtree(d, ignore_errors=True)
         raise
     row = ctx.store.find(did)
     pol = row.policy_data
-    profile = sessions.profile_for(ctx, provider, replay_of)
+    profile = plan.profile_for(ctx, provider, replay_of)
     m = {
         "id": did, "provider": provider, "mode": mode, "workspaces": list(ws), "args": list(args),
         "non_interactive": non_interactive, "timeout": timeout, "env_name": env_name, "session": did,
@@ -141,13 +148,12 @@ def trace_done(path: Path) -> bool:
 
 
 def _session_live(ctx, m: dict) -> bool:
-    from .. import sessions
 
     row = ctx.store.find(m["session"])
     if row is None or row.status in ("stopped", "failed"):
         return False
     try:
-        return sessions.server_of(ctx, row).has_session(m["session"])
+        return server_of(ctx, row).has_session(m["session"])
     except TmuxjailError:
         return False
 
@@ -183,12 +189,11 @@ def attach_and_wait(ctx, m: dict) -> bool:
 
 
 def _stop(ctx, m: dict) -> None:
-    from .. import sessions
 
     row = ctx.store.find(m["session"])
     if row is not None and row.status != "stopped":
         try:
-            sessions.stop(ctx, m["session"])
+            stop_session(ctx, m["session"])
         except TmuxjailError:
             pass
 
@@ -229,8 +234,6 @@ def _host_has(path: str) -> bool:
 def finish(ctx, did: str, timed_out: bool = False) -> dict:
     """Turn a finished (or stopped) run into evidence.json and, for a discovery, a candidate.
     Idempotent: the first finish writes, later ones read."""
-    from . import evidence as ev_mod
-    from . import trace as trace_mod
 
     m = meta(ctx, did)
     d = _dir(ctx, did)
@@ -259,15 +262,12 @@ def finish(ctx, did: str, timed_out: bool = False) -> dict:
 
 
 def _classify(ctx, m: dict, ev, candidate: str | None = None):
-    from .. import profiles, sessions
-    from .classify import classify
 
-    profile = sessions.profile_for(ctx, m["provider"], candidate)
+    profile = plan.profile_for(ctx, m["provider"], candidate)
     return classify(ev, profile, profiles.shared_capabilities()), profile
 
 
 def write_candidate(ctx, m: dict, ev) -> Path:
-    from .. import profiles
 
     cls, shipped = _classify(ctx, m, ev)
     digest = hashlib.sha256((_dir(ctx, m["id"]) / "evidence.json").read_bytes()).hexdigest()
@@ -278,7 +278,6 @@ def write_candidate(ctx, m: dict, ev) -> Path:
 
 
 def _evidence(ctx, did: str):
-    from .evidence import Evidence
 
     m = meta(ctx, did)
     d = _dir(ctx, did)
@@ -291,17 +290,15 @@ def _evidence(ctx, did: str):
 
 
 def _approved(ctx, provider: str, did: str):
-    from .. import sessions
 
     try:
-        p = sessions.profile_for(ctx, provider, did)
+        p = plan.profile_for(ctx, provider, did)
     except UsageError:
         return None
     return next((a for a in ctx.readonly_store().approvals(provider) if a["profile_hash"] == p.hash), None)
 
 
 def show(ctx, did: str) -> dict:
-    from .. import profiles
 
     m, ev = _evidence(ctx, did)
     cls, profile = _classify(ctx, m, ev, m.get("replay_of"))
@@ -429,7 +426,6 @@ def render(d: dict) -> str:
 # -- approve --candidate -------------------------------------------------------------------------
 
 def approve_preview(ctx, provider: str, did: str, details: bool, color: bool) -> dict:
-    from .. import approvals, profiles
 
     cand = cand_mod.load(ctx.paths.config_dir, provider, did)
     shipped = profiles.load(provider)
@@ -444,9 +440,6 @@ def approve_preview(ctx, provider: str, did: str, details: bool, color: bool) ->
 
 def _identity(ctx, provider: str, profile) -> dict:
     """Today's identity of the provider's executable, as an approval pins it (nothing runs)."""
-    from .. import config as config_mod
-    from .. import identity
-    from ..adapters import get as get_adapter
 
     cfg = config_mod.load(ctx.paths.config_file)
     path_env = ctx.env.get("PATH", os.defpath)

@@ -12,7 +12,11 @@ import calendar
 import re
 import time
 
-from .errors import UsageError
+from ..context import Context
+from ..errors import UsageError
+from ..render import Result
+from ..status import rows
+from . import Call
 
 PRUNABLE = ("stopped", "failed", "gone")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -35,9 +39,7 @@ def _age(stamp: str | None, now: float) -> float:
         return 0.0  # unknown age: never old enough
 
 
-def candidates(ctx, older_than: int) -> list[dict]:
-    from .listing import rows
-
+def candidates(ctx: Context, older_than: int) -> list[dict]:
     now = time.time()
     records = {r.id: r for r in ctx.readonly_store().sessions(include_stopped=True)}
     out = []
@@ -52,7 +54,7 @@ def candidates(ctx, older_than: int) -> list[dict]:
     return out
 
 
-def prune(ctx, older_than: int, dry_run: bool) -> list[dict]:
+def prune(ctx: Context, older_than: int, dry_run: bool) -> list[dict]:
     found = candidates(ctx, older_than)
     if dry_run or not found:
         return found
@@ -63,3 +65,11 @@ def prune(ctx, older_than: int, dry_run: bool) -> list[dict]:
             store.event("prune", c["id"], **{k: c[k] for k in ("name", "provider", "mode", "status", "workspace")})
             done.append(c)
     return done
+
+
+def run(call: Call) -> Result:
+    a = call.args
+    done = prune(call.ctx, parse_age(a.older_than), a.dry_run)
+    verb = "would prune" if a.dry_run else "pruned"
+    return Result({"dry_run": a.dry_run, "sessions": done},
+                  f"{verb} {len(done)} session(s)" + "".join(f"\n  {d['name']} ({d['status']})" for d in done))

@@ -1,0 +1,99 @@
+"""Verified mode's approvals: `approve` (preview, confirm, record), `approvals`, `revoke`."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+from .. import approvals, identity, log, profiles, restrict
+from .. import config as config_mod
+from ..adapters import get as get_adapter
+from ..context import Context
+from ..errors import UsageError
+from ..render import Result, confirm, interactive
+from . import Call
+
+
+def restriction(path: str | None) -> dict | None:
+    if not path:
+        return None
+    return {"source": os.path.abspath(path), "rules": restrict.load(path)}
+
+
+def _identity(ctx: Context, provider: str):
+    """The profile and today's identity of the provider's executable (no jail, nothing runs)."""
+    adapter = get_adapter(provider)
+    profile = profiles.load(provider)
+    cfg = config_mod.load(ctx.paths.config_file)
+    path_env = ctx.env.get("PATH", os.defpath)
+    if provider == "shell":
+        found = Path(identity.login_shell())
+    else:
+        found = identity.find(profile.executables, path_env, cfg.executables.get(provider), provider)
+    resolved = identity.resolve(adapter, found, path_env, ctx.store)
+    return profile, resolved.identity.model_dump(mode="json")
+
+
+def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details: bool) -> dict:
+    profile, ident = _identity(ctx, provider)
+    unknown = [c for c in capabilities if c not in profile.optional]
+    if unknown:
+        raise UsageError(f"{provider}: unknown capability {unknown[0]!r}",
+                         hint=f"see: tmuxjail profiles show {provider}")
+    caps = tuple(dict.fromkeys((*profile.baseline, *capabilities)))
+    return {
+        "provider": provider, "profile_version": profile.profile_version, "profile_hash": profile.hash,
+        "executable": approvals.identity_key(ident), "capabilities": list(caps),
+        "labels": {c: profile.capabilities[c].label for c in caps},
+        "text": approvals.describe(profile, ident, caps, details),
+    }
+
+
+def record(ctx: Context, plan: dict) -> dict:
+    user = pwd.getpwuid(os.getuid()).pw_name
+    row = ctx.store.add_approval(plan["provider"], plan["profile_version"], plan["profile_hash"],
+                                 plan["executable"], plan["capabilities"], user)
+    log.info("approve", provider=plan["provider"], approval=row["id"], capabilities=plan["capabilities"])
+    return row
+
+
+def ask_and_record(ctx: Context, provider: str, capabilities, yes: bool, details: bool, json_out: bool) -> dict | None:
+    plan = preview(ctx, provider, tuple(capabilities), details)
+    if not json_out:
+        print("This approval lets verified-mode sessions use:")
+        print("\n".join(plan["text"]))
+    if not yes:
+        if not interactive():
+            raise UsageError("approving needs a terminal to confirm, or --yes after reviewing the text above")
+        if not confirm("Approve?"):
+            print("not approved")
+            return None
+    return record(ctx, plan)
+
+
+def run(call: Call) -> Result:
+    a, ctx = call.args, call.ctx
+    log.setup(ctx.paths.log_file, call.opt("verbose", False))
+    row = ask_and_record(ctx, a.provider, a.capability, a.yes, a.details, call.json)
+    if row is None:
+        return Result(None, None, code=1)
+    return Result(row, f"approved ({row['id']})")
+
+
+def approvals_(call: Call) -> Result:
+    rows = call.ctx.readonly_store().approvals(include_revoked=call.args.all)
+    lines = []
+    for r in rows:
+        state = f"revoked {r['revoked_at']}" if r["revoked_at"] else "active"
+        lines.append(f"{r['provider']:12} v{r['profile_version']}  {r['executable']['version']:12} "
+                     f"{r['approved_at']} by {r['approved_by']}  {state}  {', '.join(r['capabilities'])}")
+    return Result(rows, "\n".join(lines) if rows else "no approvals")
+
+
+def revoke(call: Call) -> Result:
+    ctx, provider = call.ctx, call.args.provider
+    log.setup(ctx.paths.log_file, call.opt("verbose", False))
+    get_adapter(provider)  # unknown provider: exit 2
+    n = ctx.store.revoke(provider)
+    return Result({"provider": provider, "revoked": n}, f"revoked {n} approval(s) of {provider}")

@@ -1,0 +1,18 @@
+"""`tmuxjail audit NAME`: what a session left in its workspaces that the host would run or trust."""
+
+from __future__ import annotations
+
+from .. import audit
+from ..errors import FINDINGS, UsageError
+from ..render import Result
+from ..tmux import check_name
+from . import Call
+
+
+def run(call: Call) -> Result:
+    ctx = call.ctx
+    row = ctx.store.find(check_name(call.args.name))
+    if row is None:
+        raise UsageError(f"no session named {call.args.name!r}", hint="see: tmuxjail list --all")
+    result = audit.run(ctx.store, row, show_all=call.args.all)
+    return Result(result, audit.render(result), code=FINDINGS if result["count"] else 0)

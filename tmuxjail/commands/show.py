@@ -1,0 +1,40 @@
+"""`tmuxjail show`: a session and its recorded policy, in full."""
+
+from __future__ import annotations
+
+from .. import profiles
+from ..audit import clean, latest
+from ..context import Context
+from ..errors import TmuxjailError, UsageError
+from ..render import Result, policy_text, session_text
+from ..status import describe
+from ..tmux import check_name
+from . import Call
+
+
+def show(ctx: Context, name: str) -> dict:
+    check_name(name)
+    row = ctx.readonly_store().find(name)
+    if row is None:
+        raise UsageError(f"no session named {name!r}", hint="see: tmuxjail list --all")
+    out = describe(ctx, row)
+    pol = out["policy"] = row.policy_data
+    out["request"] = row.request_data
+    if pol:
+        labels = {}
+        try:
+            labels = {c: cap.label for c, cap in profiles.load(row.provider).capabilities.items()}
+        except TmuxjailError:
+            pass  # the profile is gone or broken today: still show what was recorded
+        out["identity"] = pol["executable"]
+        out["profile"] = {"provider": pol["provider"], "version": pol["profile_version"], "hash": pol["profile_hash"]}
+        out["capabilities"] = [{"id": c, "label": labels.get(c)} for c in pol["capabilities"]]
+    approvals = {a["id"]: a for a in ctx.readonly_store().approvals(row.provider, include_revoked=True)}
+    out["approval"] = approvals.get(row.approval_id)
+    out["audit"] = latest(ctx.readonly_store(), {row.id}).get(row.id)
+    return out
+
+
+def run(call: Call) -> Result:
+    d = show(call.ctx, call.args.name)
+    return Result(d, "\n".join([session_text(d, clean), "policy:", policy_text(d["policy"] or {})]))

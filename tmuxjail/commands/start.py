@@ -1,0 +1,215 @@
+"""`tmuxjail start`: resolve a plan, open a pane whose process is the launcher, wait for the jail.
+Also `preflight` (everything a start checks, nothing it does) and the dry run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from secrets import token_hex
+
+from .. import audit, jail, log, plan, profiles
+from ..context import Context
+from ..errors import NotApproved, UsageError
+from ..host import mac_layout
+from ..model import Mode
+from ..policy import GIT_WRITE, as_data, fingerprint
+from ..render import Result, interactive, policy_text
+from ..sandbox import seatbelt
+from ..tmux import check_name
+from . import Call
+from .approve import ask_and_record, restriction
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a jail goes when it joins the current tmux session (`--here`, `--split`)."""
+
+    kind: str  # "window" or "split"
+    split: str  # "h" or "v"
+    target: str  # the window (new-window) or pane (split-window)
+    session: str
+
+
+def here(tmux, env: dict, how: str, split: str | None = None) -> Placement:
+    pane = env.get("TMUX_PANE", "")
+    if not tmux.inside or not pane:
+        raise UsageError(f"--{'here' if how == 'window' else 'split'} works only inside tmux",
+                         hint="run it from a tmux pane, or leave it out to start a new session")
+    if tmux.inside.split(",")[0] != tmux.socket:
+        raise UsageError("--here/--split need the tmux server you are in; drop -L/-S")
+    session = tmux.pane_option(pane, "session_name")
+    if not session:
+        raise UsageError(f"tmux pane {pane} is gone")
+    # new-window takes a window; split-window the pane itself.
+    target = tmux.pane_option(pane, "window_id") if how == "window" else pane
+    return Placement(how, split or "v", target, session)
+
+
+def auto_name(provider: str, workspace: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:30] or "ws"
+    while True:
+        name = f"{provider}-{base}-{token_hex(2)}"
+        if name not in taken:
+            return name
+
+
+def warn_git_write(pol) -> None:
+    if pol.mode.strict and GIT_WRITE in pol.capabilities:
+        sys.stderr.write(f"tmuxjail: warning: {GIT_WRITE}: the agent may change .git in the workspaces; "
+                         "hooks and config it writes there will run on the host at your next git command\n")
+
+
+def dry_run(ctx: Context, opts: plan.StartOptions, p: plan.Plan, cli_argv: list[str], launch: jail.Launch,
+            native_id: str | None) -> dict:
+    pol, fp = p.policy, p.fingerprint
+    data = as_data(pol)
+    spec = ctx.paths.spool / "<session-id>-<token>.json"
+    out = {"dry_run": True, "provider": opts.provider, "mode": pol.mode.value, "fingerprint": fp,
+           "policy": data, "pane_command": jail.pane_argv(fp, spec), "sandbox_argv": launch.sandbox_argv,
+           "env_names": sorted(jail.env(ctx, pol)), "host_layout": jail.layout_data(launch.layout)}
+    if pol.mode is Mode.verified:
+        try:
+            out["approval"] = plan.approval_for(ctx.store, profiles.load(opts.provider), pol)["id"]
+        except NotApproved as exc:
+            out["approval"], out["approval_missing"] = None, exc.data["missing"]
+    if opts.backend == "seatbelt":
+        # Audit what macOS would run: the same policy, with the backend it would record.
+        mac = dict(data, backend=seatbelt.Seatbelt.name)
+        tty = os.ttyname(0) if os.isatty(0) else None  # a real start: the pane's, from the launcher
+        layout = mac_layout(mac, ctx.tmux.socket, ctx.env, tty=tty)
+        text, params = seatbelt.profile(mac, layout)
+        mac_cli = p.adapter.start_argv(p.resolved.argv, native_id, [*p.adapter.seatbelt_args, *opts.args])
+        out.update(policy=mac, fingerprint=fingerprint(mac),
+                   sandbox_argv=seatbelt.Seatbelt().wrap(mac, mac_cli, layout),
+                   seatbelt_profile=text, seatbelt_params=params)
+    return out
+
+
+def start(ctx: Context, opts: plan.StartOptions, place: Placement | None = None) -> dict:
+    """place: where --here / --split put the jail (it joins the current session); else tmuxjail
+    creates and owns a session, whose default-command opens new panes in the same jail."""
+    if opts.name is not None:
+        check_name(opts.name)
+    workspaces = plan.canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
+    p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
+                     gate=not opts.dry_run, network=opts.network,  # a dry run shows what would need approving
+                     candidate=opts.candidate)
+    pol, fp, adapter = p.policy, p.fingerprint, p.adapter
+    native_id = adapter.new_native_id()
+    exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode.value, pol.backend)
+    cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
+    launch = jail.build(ctx, pol, cli_argv)
+    if opts.backend == "seatbelt" and not opts.dry_run:
+        raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
+    if opts.dry_run:
+        return dry_run(ctx, opts, p, cli_argv, launch, native_id)
+
+    ctx.tmux.require()
+    warn_git_write(pol)
+    store = ctx.store
+    name = opts.name or auto_name(opts.provider, workspaces[0], store.names())
+    if place is None and ctx.tmux.has_session(name):
+        raise UsageError(f"a tmux session named {name!r} already exists on this server")
+    request = {"provider": opts.provider, "mode": pol.mode.value, "workspaces": list(workspaces),
+               "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
+               "restriction": opts.restriction, "network": opts.network}
+    if opts.candidate is not None:
+        request["candidate"] = opts.candidate
+    if place is not None:
+        request["placement"] = place.kind
+    row = store.insert_session(
+        name=name, provider=opts.provider, mode=jail.display_mode(pol), env_name=opts.env_name,
+        workspace=workspaces[0], fingerprint=fp, policy=json.dumps(as_data(pol), sort_keys=True),
+        request=json.dumps(request), status="starting", native_id=native_id,
+        private_home=pol.private_home, tmux_socket=ctx.tmux.socket,
+        tmux_session=place.session if place else name, approval_id=p.approval["id"] if p.approval else None,
+    )
+    spec = None
+    try:
+        audit.baseline(store, row.id, workspaces)  # before the jail can change anything
+        spec = jail.stage(ctx, row.id, fp, pol, adapter, launch)
+        argv, options = jail.pane_argv(fp, spec.path), jail.options(row.id, pol, fp)
+        if place is not None:
+            pane = ctx.tmux.new_pane(place.kind, place.target, argv, workspaces[0], options,
+                                     detach=opts.detach, split=place.split)
+        else:
+            pane = ctx.tmux.new_session(name, argv, workspaces[0], options,
+                                        session_options=jail.session_options(row.id, fp),
+                                        hooks=jail.session_hooks(row.id, pol))
+    except BaseException as exc:
+        if spec is not None:
+            jail.discard_spec(spec.path, spec.status)
+        store.update_session(row.id, status="failed", failure=str(exc)[:500])
+        raise
+    # Where the server really put its socket (tmux falls back from a TMUX_TMPDIR it cannot use).
+    store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket())
+    # Placed in the current session, the new window or split is already in front of the user.
+    with jail.spec_discarded_on_failure(spec):
+        return jail.settle(ctx, row.id, name, pane, spec, "start", pol, fp, opts.detach or place is not None)
+
+
+def options(call: Call) -> plan.StartOptions:
+    a = call.args
+    return plan.StartOptions(
+        provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), name=a.name, env_name=a.env_name,
+        capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
+        dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend,
+        restriction=restriction(a.restrict), network=a.network, candidate=a.candidate)
+
+
+def dry_run_text(result: dict) -> str:
+    lines = [f"mode: {result['mode']}\nfingerprint: {result['fingerprint']}\npolicy:", policy_text(result["policy"]),
+             "pane command:\n  " + shlex.join(result["pane_command"]),
+             "sandbox argv:\n  " + shlex.join(result["sandbox_argv"])]
+    if result.get("seatbelt_profile"):
+        lines += ["seatbelt profile:\n" + result["seatbelt_profile"], "seatbelt parameters:",
+                  "\n".join(f"  {k}={v}" for k, v in result["seatbelt_params"].items())]
+    lines.append("environment names:\n  " + " ".join(result["env_names"]))
+    return "\n".join(lines)
+
+
+def run(call: Call) -> Result:
+    a, ctx = call.args, call.ctx
+    log.setup(ctx.paths.log_file, call.opt("verbose", False))
+    opts = options(call)
+    place = None
+    if (a.here or a.split) and not a.dry_run:
+        place = here(call.tmux, ctx.env, "window" if a.here else "split", a.split)
+    try:
+        result = start(ctx, opts, place)
+    except NotApproved as exc:
+        # Interactive starts may ask a human; --non-interactive and scripts never do.
+        if not exc.data.get("fix") or a.non_interactive or a.dry_run or call.json or not interactive():
+            raise
+        print(f"tmuxjail: {exc.message}")
+        if not ask_and_record(ctx, a.provider, a.capability, False, False, False):
+            raise
+        result = start(ctx, opts, place)
+    if a.dry_run:
+        return Result(result, dry_run_text(result))
+    text = None if a.client else f"started {result['name']} ({result['mode']}, {result['fingerprint']})"
+    return Result(result, text, bring=result)
+
+
+def preflight(ctx: Context, opts: plan.StartOptions) -> dict:
+    """Everything a start checks, and nothing it does: never prompts, never launches."""
+    workspaces = plan.canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
+    p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
+                     network=opts.network, candidate=opts.candidate)
+    return {"ok": True, "provider": opts.provider, "mode": p.policy.mode.value, "fingerprint": p.fingerprint,
+            "workspace": workspaces[0], "capabilities": list(p.policy.capabilities),
+            "approval": p.approval["id"] if p.approval else None}
+
+
+def run_preflight(call: Call) -> Result:
+    a = call.args
+    opts = plan.StartOptions(
+        provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), env_name=a.env_name,
+        capabilities=tuple(a.capability), non_interactive=True, restriction=restriction(a.restrict),
+        network=a.network, candidate=a.candidate)
+    result = preflight(call.ctx, opts)
+    return Result(result, f"ok: {result['mode']} {result['fingerprint']}")

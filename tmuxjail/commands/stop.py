@@ -1,0 +1,47 @@
+"""`tmuxjail stop`: kill a session's tmux session (or, placed in someone else's, its own panes);
+the record stays, with its last audit."""
+
+from __future__ import annotations
+
+from .. import audit, log
+from ..context import Context, where_it_runs
+from ..errors import UsageError
+from ..render import Result
+from ..status import describe, kind, placement
+from ..tmux import check_name
+from . import Call
+
+
+def kill_placed(tmux, row) -> None:
+    """Stop a jail that lives in someone else's session: its own panes only."""
+    for p in tmux.panes():
+        if p.tmuxjail_id == row.id and kind(p.start_command, row.fingerprint):
+            tmux.run("kill-pane", "-t", p.pane_id, check=False)
+
+
+def stop(ctx: Context, name: str) -> dict:
+    check_name(name)
+    store = ctx.store
+    row = store.find(name)
+    if row is None or row.status == "stopped":
+        raise UsageError(f"no live session named {name!r}", hint="see: tmuxjail list")
+    ctx = where_it_runs(ctx, row, "stop")
+    if placement(row) != "session":  # a window or split in someone else's session
+        kill_placed(ctx.tmux, row)
+    elif ctx.tmux.has_session(row.tmux_session):
+        panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
+        if panes and panes[0].tmuxjail_id != row.id:
+            raise UsageError(f"tmux session {row.tmux_session!r} is not this tmuxjail session; not killing it")
+        ctx.tmux.kill_session(row.tmux_session)
+    store.update_session(row.id, status="stopped")
+    store.event("stop", row.id)
+    audit.run(store, row)  # the session's last word: list --all and show keep it
+    log.info("stop", session=name)
+    return describe(ctx, store.find(name))
+
+
+def run(call: Call) -> Result:
+    ctx = call.ctx
+    log.setup(ctx.paths.log_file, call.opt("verbose", False))
+    d = stop(ctx, call.args.name)
+    return Result(d, f"stopped {d['name']}")

@@ -1,0 +1,320 @@
+"""What start, resume, extra panes (`_pane`) and `shell` share, once: the jail's directories, its
+one-shot spec, the sandbox argv, the pane's @tmuxjail_* options, and waiting until the sandbox
+is up."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import shlex
+import stat
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import audit, log
+from . import paths as paths_mod
+from .context import Context
+from .errors import SandboxUnavailable, TmuxjailError
+from .host import jail_exec_started
+from .host import layout as host_layout
+from .launch import pane_command
+from .model import Mode, Policy
+from .policy import as_data, never_passed
+from .sandbox import HostLayout, bwrap, landlock
+from .status import describe
+
+READY_TIMEOUT = 10.0
+PANE_GONE = "the tmux server exited, or the pane was closed, before the jail started"
+# A launcher reads its spec within a second of the pane's start; nothing in the spool is needed
+# for longer than the start wait.
+SPEC_MAX_AGE = 4 * READY_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The sandbox argv of one launch and the host layout it was built for (the launcher rebuilds
+    the argv from the policy and this layout, and refuses any other)."""
+
+    sandbox_argv: list[str]
+    layout: HostLayout | None
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: Path
+    status: Path
+
+
+def unguarded(pol: Policy) -> bool:
+    return pol.backend == "none"
+
+
+def display_mode(pol: Policy) -> str:
+    return pol.mode.value if not unguarded(pol) else "compatibility-unguarded"
+
+
+def env(ctx: Context, pol: Policy) -> dict[str, str]:
+    """The environment the jail gets (values: only in the spec)."""
+    if pol.env_inherit:
+        out = {k: v for k, v in ctx.env.items() if not never_passed(k)}
+    else:
+        out = {k: ctx.env[k] for k in pol.env_names if k in ctx.env}
+    out.update(dict(pol.env_set))
+    return out
+
+
+def build(ctx: Context, pol: Policy, cli_argv: list[str]) -> Launch:
+    """The sandbox argv around cli_argv (the CLI's own argv when there is no sandbox)."""
+    if unguarded(pol):
+        return Launch(cli_argv, None)
+    layout = host_layout(ctx.tmux.socket, ctx.env)
+    return Launch(bwrap.find().wrap(as_data(pol), cli_argv, layout), layout)
+
+
+def pane_argv(fp: str, spec: Path) -> list[str]:
+    """The pane's command: the in-pane launcher, with nothing secret in it."""
+    return pane_command(sys.executable, fp, str(spec))
+
+
+def options(sid: str, pol: Policy, fp: str) -> dict[str, str]:
+    return {"@tmuxjail_id": sid, "@tmuxjail_fp": fp, "@tmuxjail_mode": display_mode(pol),
+            "@tmuxjail_provider": pol.provider}
+
+
+def helper_argv(sid: str, fp: str) -> list[str]:
+    """`tmuxjail _pane`: what a new pane of a jailed session runs (commands/pane.py)."""
+    # -E -P: no PYTHON* variables, and (unlike plain -m) not the pane's cwd, which is the
+    # workspace, on sys.path: a `tmuxjail/` directory planted there is never imported. Not -I,
+    # which would also drop the user site that `pip install --user` puts tmuxjail in.
+    return [sys.executable, "-E", "-P", "-m", "tmuxjail", "_pane", "--id", sid, "--fp", fp]
+
+
+def session_options(sid: str, fp: str) -> dict[str, str]:
+    """An owned session's default-command (tmux runs it with `default-shell -c`): new windows and
+    splits open inside the same jail."""
+    return {"default-command": "exec " + shlex.join(helper_argv(sid, fp))}
+
+
+def session_hooks(sid: str, pol: Policy) -> dict[str, str]:
+    return audit.session_hooks(sid, pol.mode.value)
+
+
+# -- the spec ----------------------------------------------------------------------------------
+
+def discard_spec(*files) -> None:
+    """A spec holds credential values: it must not outlive a launch that did not happen."""
+    for f in files:
+        if f is not None:
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+
+
+@contextmanager
+def spec_discarded_on_failure(spec: Spec):
+    try:
+        yield
+    except BaseException:
+        discard_spec(spec.path, spec.status)
+        raise
+
+
+def sweep_spool(spool: Path, now: float | None = None) -> None:
+    """Remove specs older than SPEC_MAX_AGE: a pane that never started (a killed tmuxjail, a
+    crash) left them. Only our own regular files; never through a symlink."""
+    now = time.time() if now is None else now
+    try:
+        names = os.listdir(spool)
+    except OSError:
+        return
+    for n in names:
+        p = spool / n
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > SPEC_MAX_AGE:
+            discard_spec(p)
+
+
+def layout_data(layout: HostLayout | None) -> dict | None:
+    return None if layout is None else asdict(layout)
+
+
+def landlock_ok() -> bool:
+    return landlock.abi() >= landlock.MIN_ABI
+
+
+def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, status_file: bool = True,
+               trace: str | None = None) -> Spec:
+    """The one-shot spec the launcher reads and deletes (0600, in a private spool). status_file
+    False: nobody waits on this launch (an extra pane), its status goes to /dev/null."""
+    spool = paths_mod.ensure_private_dir(ctx.paths.spool)
+    sweep_spool(spool)
+    token = secrets.token_hex(8)
+    spec, status = spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status"
+    body = {
+        "session_id": sid, "fingerprint": fp, "policy": as_data(pol), "argv": launch.sandbox_argv,
+        "env": env(ctx, pol), "store": str(ctx.paths.store),
+        "status_file": str(status) if status_file else os.devnull,
+        "machine": platform.machine(), "sandboxed": not unguarded(pol),
+        "landlock_scope": pol.mode.strict and landlock_ok(),
+        # The launcher rebuilds the bwrap argv from the policy and this layout and refuses any
+        # other argv (launch.verify).
+        "layout": layout_data(launch.layout),
+    }
+    if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap
+        body["trace"] = trace
+    fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(body, f)
+    return Spec(spec, status)
+
+
+# -- directories -------------------------------------------------------------------------------
+
+def prepare_dirs(ctx: Context, pol: Policy, adapter) -> None:
+    # Hidden and read-only binds apply to directories that exist: create them first, so the
+    # jail cannot create (and so own) them instead.
+    for d in ctx.paths.own_dirs():
+        paths_mod.ensure_private_dir(d)
+    if pol.mode is Mode.verified:
+        # The CLI's state dir under an approved rw path must exist before the launch: a missing
+        # path is not bound, and the CLI would write into the throwaway tmpfs home (CODEX_HOME
+        # must also exist before Codex starts).
+        # Never through a link: the agent writes in there (make_dirs_beneath).
+        for rel in adapter.home_dirs:
+            p = os.path.join(pol.home, rel)
+            roots = [w for w in pol.host_write if p == w or p.startswith(w.rstrip("/") + "/")]
+            if roots:
+                paths_mod.make_dirs_beneath(os.path.dirname(min(roots, key=len)), p)
+        shared = adapter.shared_config(pol.home)
+        if shared is not None:
+            seed_shared_config(*shared, pol.host_write)
+    if pol.private_home:
+        home = paths_mod.ensure_private_dir(Path(pol.private_home))
+        for rel in adapter.home_dirs:
+            paths_mod.make_dirs_beneath(str(home), os.path.join(home, rel))
+
+
+def seed_shared_config(host_file: str, shared: str, host_write) -> None:
+    """Create the CLI's shared config file from the host's own (or `{}`), once. It lives in a
+    directory the jail can write: opened beneath it without following links, never replaced
+    (an existing file or link is left alone), and the host's file is read only if it is a
+    regular file of ours."""
+    parent = os.path.dirname(shared)
+    if not any(parent == w or parent.startswith(w.rstrip("/") + "/") for w in host_write):
+        return  # not an approved path: the jail would not see it
+    try:
+        dfd = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        body = b"{}\n"
+        try:
+            sfd = os.open(host_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            with os.fdopen(sfd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+                    body = f.read(16 * 1024 * 1024)
+        except OSError:
+            pass
+        try:
+            fd = os.open(os.path.basename(shared), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=dfd)
+        except FileExistsError:
+            return
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+    finally:
+        os.close(dfd)
+
+
+def stage(ctx: Context, sid: str, fp: str, pol: Policy, adapter, launch: Launch, status_file: bool = True) -> Spec:
+    """Directories, then the spec: everything a pane needs before tmux runs its launcher."""
+    prepare_dirs(ctx, pol, adapter)
+    return write_spec(ctx, sid, fp, pol, launch, status_file)
+
+
+# -- waiting for the jail ----------------------------------------------------------------------
+
+def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | None:
+    """None once the sandbox is up, else the reason it is not (read from the dead pane)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if not unguarded:
+            try:
+                report = json.loads(status.read_text().split("\n", 1)[0] or "{}")
+            except (FileNotFoundError, ValueError):
+                report = {}
+            if "child-pid" in report and jail_exec_started(int(report["child-pid"])):
+                return None
+        probe = ctx.tmux.run("display-message", "-p", "-t", pane, "#{pane_dead}", check=False)
+        if probe.returncode != 0 or not probe.stdout.strip():
+            err = (probe.stderr.strip().splitlines() or ["the pane is gone"])[-1]
+            return f"{PANE_GONE} ({err})"
+        if probe.stdout.strip() == "1":
+            lines = [l for l in ctx.tmux.capture(pane).splitlines() if l.strip()]
+            reason = next((l for l in reversed(lines) if "bwrap" in l or "tmuxjail:" in l), None)
+            return reason or (lines[-1] if lines else "the jail exited at once")
+        if unguarded and time.monotonic() > deadline - READY_TIMEOUT + 0.3:
+            return None
+        time.sleep(0.02)
+    return f"the sandbox did not come up within {READY_TIMEOUT:.0f}s"
+
+
+def wait_jailed(tmux, pane: str, unguarded: bool) -> str | None:
+    """A shell pane (no status file): None once the pane's own process is bubblewrap with the
+    shell running under it."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        info = tmux.pane_option(pane, "pane_dead") + " " + tmux.pane_option(pane, "pane_pid")
+        dead, _, pid = info.partition(" ")
+        if dead == "1" or not pid:
+            lines = [l for l in tmux.capture(pane).splitlines() if l.strip()]
+            return next((l for l in reversed(lines) if "tmuxjail:" in l or "bwrap" in l),
+                        lines[-1] if lines else "the pane exited at once")
+        try:
+            comm = open(f"/proc/{pid}/comm").read().strip()
+        except OSError:
+            comm = ""
+        if comm == "bwrap" and jail_exec_started(int(pid)):
+            return None
+        if unguarded and comm and comm not in ("python", "python3") and not comm.startswith("python3."):
+            return None
+        time.sleep(0.03)
+    return f"the sandbox did not come up within {READY_TIMEOUT:.0f}s"
+
+
+def settle(ctx: Context, sid: str, name: str, pane: str, spec: Spec, kind: str, pol: Policy, fp: str,
+           detach: bool) -> dict:
+    """Wait for the jail of a start or resume, record how it went, and describe the session."""
+    store = ctx.store
+    failure = wait_ready(ctx, pane, spec.status, unguarded(pol))
+    try:
+        spec.status.unlink()
+    except FileNotFoundError:
+        pass
+    if failure:
+        store.update_session(sid, status="failed", failure=failure)
+        store.event(f"{kind}-failed", sid, reason=failure)
+        log.warning(f"{kind}_failed", session=name, reason=failure)
+        gone = failure.startswith(PANE_GONE)  # not the sandbox's fault: exit 1, not 5
+        raise (TmuxjailError if gone else SandboxUnavailable)(
+            f"the jail did not start: {failure}",
+            hint="run `tmuxjail doctor`" + ("" if gone else "; the dead pane keeps the message"),
+            data={"name": name, "status": "failed"},
+        )
+    store.update_session(sid, status="running", failure=None)
+    store.event(kind, sid, fingerprint=fp, mode=pol.mode.value, provider=pol.provider,
+                env_names=sorted(env(ctx, pol)))
+    log.info(kind, session=name, fingerprint=fp, mode=pol.mode.value, provider=pol.provider)
+    result = describe(ctx, store.find(name))
+    result["attach"] = None if detach else ctx.tmux.attach_argv(name)
+    return result

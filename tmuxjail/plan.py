@@ -1,0 +1,277 @@
+"""Resolution: a request's preconditions -> the executable -> Facts -> policy.resolve -> a named
+Plan. The same steps recompute a stored session's policy for resume, shell, `_pane` and
+`list --check`. Nothing here starts anything."""
+
+from __future__ import annotations
+
+import os
+import platform
+import pwd
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import config as config_mod
+from . import host, identity, policy, profiles, restrict
+from .adapters import Adapter
+from .adapters import get as get_adapter
+from .approvals import find as find_approval
+from .approvals import fix_command, missing
+from .context import Context
+from .discover import candidate as cand
+from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
+from .model import Mode, Policy, Profile
+from .sandbox import bwrap, landlock, pids
+from .sandbox.seccomp import supported
+
+ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    provider: str
+    mode: str | None = None
+    workspaces: tuple[str, ...] = ()
+    name: str | None = None
+    env_name: str = "default"
+    capabilities: tuple[str, ...] = ()
+    detach: bool = False
+    non_interactive: bool = False
+    dry_run: bool = False
+    args: tuple[str, ...] = ()
+    backend: str | None = None
+    restriction: dict | None = None
+    network: str | None = None
+    trace: str | None = None  # a discovery run: where the launcher's strace writes (discover/run.py)
+    candidate: str | None = None  # an approved discovery candidate as the profile
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a start or resume needs, from today's inputs."""
+
+    request: policy.Request
+    policy: Policy
+    fingerprint: str
+    adapter: Adapter
+    resolved: identity.Resolved
+    backend: bwrap.Bwrap
+    unguarded: bool  # no sandbox at all (compatibility-unguarded, an operator's opt-in)
+    approval: dict | None  # the approval a verified run goes under
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """A stored session's policy recomputed from today's inputs: what a resume would run, and the
+    reason codes that separate it from the recorded one (policy None: it could not be built)."""
+
+    fingerprint: str
+    policy: Policy | None
+    reasons: list[str]
+
+
+def canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
+    out = []
+    for ws in raw or (cwd,):
+        if not ws.isprintable():
+            raise UsageError(f"workspace {ws!r}: control characters are not accepted in paths")
+        p = Path(ws).expanduser()
+        if not p.is_absolute():
+            p = Path(cwd, p)
+        if not p.exists():
+            raise UsageError(f"workspace {p} does not exist")
+        if not p.is_dir():
+            raise UsageError(f"workspace {p} is not a directory")
+        real = os.path.realpath(p)
+        if not real.isprintable():  # a link to such a name
+            raise UsageError(f"workspace {real!r}: control characters are not accepted in paths")
+        out.append(real)
+    return tuple(dict.fromkeys(out))
+
+
+def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
+            env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
+            gate: bool = True, network: str | None = None, candidate: str | None = None) -> Plan:
+    """Verified mode also needs an approval that covers exactly this profile, executable and
+    capability set; without one this raises NotApproved before anything runs (unless gate is off)."""
+    adapter = get_adapter(provider)
+    if not ENV_NAME_RE.match(env_name):
+        raise UsageError(f"invalid --env {env_name!r}", hint="use letters, digits, '-' or '_'")
+    cfg = config_mod.load(ctx.paths.config_file)
+    mode_name = mode_name or cfg.default_mode
+    try:
+        mode = Mode(mode_name)
+    except ValueError:
+        raise UsageError(f"unknown mode {mode_name!r}") from None
+    if network is not None:
+        config_mod.check_network(network, "--network", UsageError)
+    profile = profile_for(ctx, provider, candidate)
+    backend = bwrap.find()
+    unguarded = False
+    if (why := backend.available()) is not None:
+        if mode is Mode.compatibility and cfg.allow_unguarded_compatibility:
+            unguarded = True
+        else:
+            raise SandboxUnavailable(
+                f"{mode.value} mode cannot be enforced: {why}",
+                hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)",
+            )
+    if not unguarded and not supported(platform.machine()):
+        raise SandboxUnavailable(f"no seccomp filter for {platform.machine()}; the jail cannot block TIOCSTI here")
+    if mode.strict and landlock.abi() < landlock.MIN_ABI and landlock.GUARD not in cfg.accept_missing_guards:
+        raise SandboxUnavailable(
+            f"this kernel's Landlock (ABI {landlock.abi()}) cannot keep the jail off the host's abstract unix sockets",
+            hint=f'upgrade to Linux 6.12+, or accept the gap: accept_missing_guards = ["{landlock.GUARD}"] in the config',
+        )
+
+    if not unguarded:
+        check_root_process_limit(cfg)
+    store = ctx.store
+    path_env = ctx.env.get("PATH", os.defpath)
+    if provider == "shell":
+        found = Path(identity.login_shell())
+    else:
+        found = identity.find(profile.executables, path_env, cfg.executables.get(provider), provider)
+    resolved = identity.resolve(adapter, found, path_env, store)
+
+    p = ctx.paths
+    home = str(p.home)
+    pw = pwd.getpwuid(os.getuid())
+    req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
+                         capabilities=tuple(capabilities), network=network)
+    declared = [
+        g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths
+    ]
+    facts = policy.Facts(
+        home=home, uid=os.getuid(), user=pw.pw_name, login_shell=identity.login_shell(),
+        own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),
+        private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
+        backend="none" if unguarded else backend.name, executable=resolved,
+        allowed_modes=cfg.allowed_modes, git_paths=git_paths(workspaces) if mode.strict else (),
+        realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
+        resolve=cfg.resolve,
+        own_install=() if mode.strict else host.own_install(),
+    )
+    if restriction is not None:
+        base = policy.resolve(req, profile, adapter, facts)  # refuses what the config refuses
+        modes, names = restrict.apply(
+            restriction["rules"], source=restriction["source"], home=home, allowed_modes=cfg.allowed_modes,
+            mode=mode.value, optional_caps=profile.optional, requested_caps=tuple(capabilities),
+            workspaces=workspaces, env_names=base.env_names)
+        facts = replace(facts, allowed_modes=modes)
+        pol = policy.resolve(req, profile, adapter, facts).model_copy(update={"env_names": tuple(names)})
+    else:
+        pol = policy.resolve(req, profile, adapter, facts)
+    if unguarded and pol.network != "host":
+        raise SandboxUnavailable(f"network {pol.network} cannot be enforced: {why}",
+                                 hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)")
+    approval = None
+    if mode is Mode.verified and gate:
+        approval = approval_for(store, profile, pol)
+    return Plan(req, pol, policy.fingerprint(pol), adapter, resolved, backend, unguarded, approval)
+
+
+def profile_for(ctx: Context, provider: str, candidate: str | None = None) -> Profile:
+    """The shipped profile, or an approved discovery candidate (tmuxjail.discover.candidate)."""
+    if candidate is None:
+        return profiles.load(provider)
+    return cand.load(ctx.paths.config_dir, provider, candidate)
+
+
+def git_paths(workspaces) -> tuple[str, ...]:
+    found, capped = host.git_guards(workspaces)
+    if capped:
+        # Fail closed: a .git the walk did not reach would be writable, and a jail decides how
+        # large its workspace grows between two starts.
+        raise SandboxUnavailable(
+            f"the workspace is too large to find every .git in it (more than {host.MAX_DIRS} "
+            f"directories or {host.MAX_DEPTH} levels, outside {', '.join(sorted(host.HEAVY_DIRS))})",
+            hint="start on a narrower --workspace, or let the agent write git metadata with "
+                 "--capability git-metadata-write (README, \"Git metadata\")")
+    return found
+
+
+def check_root_process_limit(cfg) -> None:
+    """A root-run jail's process limit needs a pids cgroup (the kernel ignores RLIMIT_NPROC for
+    uid 0): refuse when there is none, unless the operator accepted the gap."""
+    if os.getuid() == 0 and pids.hierarchy() is None and pids.GUARD not in cfg.accept_missing_guards:
+        raise SandboxUnavailable(
+            "a root-run jail needs a pids cgroup for its process limit, and this host has none",
+            hint=f'run tmuxjail as an ordinary user, or accept the gap: accept_missing_guards = ["{pids.GUARD}"] in the config',
+        )
+
+
+def approval_for(store, profile: Profile, pol: Policy) -> dict:
+    granted = store.approvals(profile.provider)
+    exe = pol.executable.model_dump(mode="json")
+    caps = list(pol.capabilities)
+    found = find_approval(granted, profile.provider, profile.hash, exe, caps)
+    if found is None:
+        why = missing(granted, profile, exe, caps)
+        fix = fix_command(profile.provider, caps, profile.baseline)
+        if "+" in profile.profile_version:  # a discovery candidate (tmuxjail.discover.candidate)
+            fix = f"tmuxjail approve {profile.provider} --candidate {profile.profile_version.split('+', 1)[1]}"
+        raise NotApproved(
+            f"verified mode needs an approval: {'; '.join(why)}",
+            hint=f"review and approve with: {fix}",
+            data={"missing": why, "fix": fix, "provider": profile.provider},
+        )
+    return found
+
+
+def refuse(row, reasons: list[str], message: str, hint: str) -> ResumeRefused:
+    return ResumeRefused(message, hint=hint, data={"name": row.name, "reasons": reasons})
+
+
+def recompute(ctx: Context, row) -> Recheck:
+    """Today's policy for a stored session, and the reason codes vs the stored one."""
+    r = row.request_data
+    try:
+        workspaces = canonical_workspaces(tuple(r["workspaces"]), "/")
+        if tuple(workspaces) != tuple(r["workspaces"]):
+            return Recheck("", None, ["workspace"])
+        plan = resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
+                       tuple(r.get("capabilities", ())), r.get("restriction"), gate=False,
+                       network=r.get("network"), candidate=r.get("candidate"))
+    except NotApproved as exc:
+        return Recheck("", None, [exc.data.get("reason", "mode")])
+    except ConfigError as exc:
+        raise refuse(row, ["config"], f"cannot recompute the policy of {row.name}: {exc.message}",
+                     "fix the config (`tmuxjail doctor` shows its path), then retry") from None
+    except UsageError as exc:
+        raise refuse(row, ["workspace"], f"cannot recompute the policy of {row.name}: {exc.message}",
+                     "fix the cause, or start a new session") from None
+    return Recheck(plan.fingerprint, plan.policy, policy.diff(row.policy_data or {}, policy.as_data(plan.policy)))
+
+
+def still_approved(ctx: Context, row, pol: Policy, store=None) -> dict:
+    """The approval a verified session runs under, else refuse (resume, shell, and list --check)."""
+    try:
+        return approval_for(store or ctx.store, profile_for(ctx, row.provider, row.request_data.get("candidate")),
+                            pol)
+    except NotApproved as exc:
+        raise refuse(row, ["capabilities"], f"{row.name}: {exc.message}", exc.hint or "") from None
+
+
+def listed(ctx: Context, row) -> Recheck:
+    """`list --check`: what a resume of this row would find, approvals included."""
+    got = recompute(ctx, row)
+    if got.fingerprint == row.fingerprint and got.policy is not None and got.policy.mode is Mode.verified:
+        still_approved(ctx, row, got.policy, ctx.readonly_store())  # as resume checks it
+    return got
+
+
+def checked(ctx: Context, row, action: str, event: str) -> Policy:
+    """Today's policy of a stored session, only if it is still exactly the recorded one (and, in
+    verified mode, still approved): what a new shell or pane in that jail runs under."""
+    got = recompute(ctx, row)
+    if got.fingerprint != row.fingerprint or got.policy is None:
+        reasons = got.reasons or ["tampered"]
+        ctx.store.event(event, row.id, reasons=reasons)
+        raise ResumeRefused(
+            f"{row.name}: the policy changed since the session started ({', '.join(reasons)}); "
+            f"refusing to {action}",
+            hint=f"inspect with `tmuxjail show {row.name}`", data={"name": row.name, "reasons": reasons})
+    if got.policy.mode is Mode.verified:
+        still_approved(ctx, row, got.policy)
+    return got.policy

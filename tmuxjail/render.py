@@ -1,0 +1,93 @@
+"""The one renderer: a command's result as text or JSON, and an error as one line, a hint and an
+exit code. The CLI, the menus, the launcher and `_pane` all print through it. Stdlib only, so the
+launcher can use it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+class Result:
+    """What a command handler returns: data (printed with --json), text (printed otherwise,
+    None: nothing), the exit code, and what to bring in front of the user (a started, resumed or
+    shell pane; see cli.bring)."""
+
+    __slots__ = ("data", "text", "code", "bring", "target")
+
+    def __init__(self, data, text: str | None = None, code: int = 0, bring: dict | None = None,
+                 target: str | None = None):
+        self.data, self.text, self.code, self.bring, self.target = data, text, code, bring, target
+
+
+def as_json(data) -> str:
+    return json.dumps(data, indent=2, sort_keys=True)
+
+
+def out(result: Result, json_out: bool) -> int:
+    if json_out:
+        if result.data is not None:
+            print(as_json(result.data))
+    elif result.text is not None:
+        print(result.text)
+    return result.code
+
+
+def error_text(message: str, hint: str | None = None) -> str:
+    return f"tmuxjail: {message}" + (f"\n  {hint}" if hint else "")
+
+
+def fail(message: str, hint: str | None = None) -> None:
+    """One line on stderr (and the hint under it)."""
+    sys.stderr.write(error_text(message, hint) + "\n")
+    sys.stderr.flush()
+
+
+def error(exc, json_out: bool = False) -> int:
+    """A TmuxjailError: JSON on stdout with --json, always the line on stderr; its exit code."""
+    if json_out:
+        print(as_json({"error": exc.message, "code": exc.code, "hint": exc.hint, **exc.data}))
+    fail(exc.message, exc.hint)
+    return exc.code
+
+
+def interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def confirm(question: str) -> bool:
+    if not interactive():
+        return False
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+def session_text(d: dict, clean=str) -> str:
+    lines = [f"{k}: {d.get(k)}" for k in ("name", "provider", "mode", "network", "status", "fingerprint",
+                                          "workspace", "private_home", "tmux_session", "tmux_pane", "created_at")]
+    if d.get("failure"):
+        lines.append(f"failure: {d['failure']}")
+    if d.get("audit"):
+        a = d["audit"]
+        lines.append(f"audit: {a['count']} finding(s) at {a['at']} (tmuxjail audit {d['name']})")
+        lines += [f"  {f['kind']}  {clean(f['path'])}: {clean(f['detail'])}" for f in a["findings"][:20]]
+    return "\n".join(lines)
+
+
+def policy_text(pol: dict) -> str:
+    out = []
+    for k, v in pol.items():
+        if isinstance(v, (list, tuple)) and v and not isinstance(v[0], (list, tuple)):
+            out.append(f"  {k}:")
+            out += [f"    {x}" for x in v]
+        elif isinstance(v, (list, tuple)) and v:
+            out.append(f"  {k}:")
+            out += [f"    {a}={b}" for a, b in v]
+        elif isinstance(v, dict):
+            out.append(f"  {k}:")
+            out += [f"    {a}: {b}" for a, b in v.items()]
+        else:
+            out.append(f"  {k}: {v}")
+    return "\n".join(out)
