@@ -21,6 +21,7 @@ import unicodedata
 
 from . import paths
 from .errors import FINDINGS, TmuxjailError
+from .render import fail
 from .scan import STAT_KINDS, scan
 from .store import Store
 
@@ -120,7 +121,7 @@ def session_hooks(sid: str, mode: str) -> dict[str, str]:
 def run_hidden(argv: list[str]) -> int:
     """`tmuxjail _audit --id ID`: audit a session by id and store the result (no output)."""
     if len(argv) != 2 or argv[0] != "--id" or not ID_RE.match(argv[1]):
-        print("tmuxjail: usage: tmuxjail _audit --id SESSION_ID", file=sys.stderr)
+        fail("usage: tmuxjail _audit --id SESSION_ID")
         return 2
 
     try:
@@ -130,10 +131,10 @@ def run_hidden(argv: list[str]) -> int:
             return 1
         result = run(store, row)
     except TmuxjailError as exc:
-        print(f"tmuxjail: {exc.message}", file=sys.stderr)
+        fail(exc.message)
         return exc.code
     except Exception as exc:  # noqa: BLE001 - a hook has no terminal: one line for whoever runs it by hand
-        print(f"tmuxjail: audit failed: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        fail(f"audit failed: {exc.__class__.__name__}: {exc}")
         return 1
 
     return FINDINGS if result["count"] else 0

@@ -196,7 +196,8 @@ def prepare_dirs(ctx: Context, pol: Policy, adapter) -> None:
                 paths_mod.make_dirs_beneath(os.path.dirname(min(roots, key=len)), p)
         shared = adapter.shared_config(pol.home)
         if shared is not None:
-            seed_shared_config(*shared, pol.host_write)
+            host_file, copy = shared
+            seed_shared_config(host_file, copy, pol.host_write)
     if pol.private_home:
         home = paths_mod.ensure_private_dir(Path(pol.private_home))
         for rel in adapter.home_dirs:
@@ -260,8 +261,8 @@ def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | 
             err = (probe.stderr.strip().splitlines() or ["the pane is gone"])[-1]
             return f"{PANE_GONE} ({err})"
         if probe.stdout.strip() == "1":
-            lines = [l for l in ctx.tmux.capture(pane).splitlines() if l.strip()]
-            reason = next((l for l in reversed(lines) if "bwrap" in l or "tmuxjail:" in l), None)
+            lines = [ln for ln in ctx.tmux.capture(pane).splitlines() if ln.strip()]
+            reason = next((ln for ln in reversed(lines) if "bwrap" in ln or "tmuxjail:" in ln), None)
             return reason or (lines[-1] if lines else "the jail exited at once")
         if unguarded and time.monotonic() > deadline - READY_TIMEOUT + 0.3:
             return None
@@ -277,8 +278,8 @@ def wait_jailed(tmux, pane: str, unguarded: bool) -> str | None:
         info = tmux.pane_option(pane, "pane_dead") + " " + tmux.pane_option(pane, "pane_pid")
         dead, _, pid = info.partition(" ")
         if dead == "1" or not pid:
-            lines = [l for l in tmux.capture(pane).splitlines() if l.strip()]
-            return next((l for l in reversed(lines) if "tmuxjail:" in l or "bwrap" in l),
+            lines = [ln for ln in tmux.capture(pane).splitlines() if ln.strip()]
+            return next((ln for ln in reversed(lines) if "tmuxjail:" in ln or "bwrap" in ln),
                         lines[-1] if lines else "the pane exited at once")
         try:
             comm = open(f"/proc/{pid}/comm").read().strip()

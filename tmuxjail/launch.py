@@ -13,6 +13,7 @@ import os
 import sys
 
 from .canon import fingerprint, loads
+from .render import fail
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
@@ -25,8 +26,7 @@ TRACE_HEAD: list[str] = []  # a discovery run: strace in front of bubblewrap (tr
 
 
 def die(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"tmuxjail: {message}\n")
-    sys.stderr.flush()
+    fail(message)
     raise SystemExit(code)
 
 

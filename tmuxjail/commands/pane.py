@@ -15,14 +15,14 @@ from ..context import Context
 from ..errors import ResumeRefused, TmuxjailError
 from ..identity import login_shell
 from ..launch import pane_command
-from ..render import error
+from ..render import error, fail
 from ..tmux import Tmux
 from .shell import live_row
 
 
 def run_pane(argv: list[str]) -> int:
     if len(argv) != 4 or argv[0] != "--id" or argv[2] != "--fp":
-        print("tmuxjail: usage: tmuxjail _pane --id SESSION_ID --fp FINGERPRINT", file=sys.stderr)
+        fail("usage: tmuxjail _pane --id SESSION_ID --fp FINGERPRINT")
         return 2
     sid, fp = argv[1], argv[3]
     tmux = Tmux()

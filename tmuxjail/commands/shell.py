@@ -28,11 +28,11 @@ def shell(ctx: Context, name: str, detach: bool = False) -> dict:
     ctx = where_it_runs(ctx, row, "shell")  # its own server, whatever -L/-S/TMUX say
     if not ctx.tmux.has_session(row.tmux_session):
         raise UsageError(f"{row.name} is not running", hint=f"resume it first: tmuxjail resume {row.name}")
-    plan.checked(ctx, row, "open a shell in it", "shell-refused")  # refuse here, with an exit code, not in a dead pane
+    pol = plan.checked(ctx, row, "open a shell in it", "shell-refused")  # refuse here, not in a dead pane
     cwd = json.loads(row.request)["workspaces"][0]
     pane = ctx.tmux.new_pane("window", f"={row.tmux_session}:", jail.helper_argv(row.id, row.fingerprint), cwd,
                              {}, detach=True)
-    failure = jail.wait_jailed(ctx.tmux, pane, row.policy_data.get("backend") == "none")
+    failure = jail.wait_jailed(ctx.tmux, pane, jail.unguarded(pol))
     if failure:
         raise TmuxjailError(f"the shell did not start: {failure}", hint="the dead pane keeps the message")
     if not detach:
