@@ -38,11 +38,6 @@ class Adapter:
         wins, and `found` itself is the fallback."""
         return []
 
-    def shared_config(self, home: str) -> tuple[str, str] | None:
-        """(the host's config file, the shared copy the jail sees), for a CLI that keeps its
-        config in a file beside its state dir (created once before a verified start)."""
-        return None
-
     def new_native_id(self) -> str | None:
         """A session id picked up front, when the CLI accepts one."""
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -9,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, TmuxjailError
+from .netcheck import check_name
 from .netpolicy import ANY, check_pattern
 from .registry import MODES, PROVIDERS
+
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
         "limits", "network"}
 # [limits] key -> (model.Limits field, smallest value accepted)
@@ -77,10 +80,6 @@ def _resolve_table(raw: object, source: str) -> tuple[tuple[str, str, bool], ...
         "upstream.test" = { address = "127.0.0.1", test_upstream = true }  # exempt, see netproxy
     Read from the operator's config file only: the environment and workspaces cannot set it, and
     no jail can write the config (read-only in compatibility jails, hidden in strict ones)."""
-    import ipaddress
-
-    from .netcheck import check_name
-
     where = f"{source}: network.resolve"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: must be a table of \"name\" = \"address\"")

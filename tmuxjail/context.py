@@ -4,10 +4,14 @@ and which server a recorded session lives on."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from . import paths as paths_mod
 from .errors import TmuxjailError
 from .tmux import Tmux
+
+if TYPE_CHECKING:
+    from .store import Store
 
 
 class Context:
@@ -17,22 +21,22 @@ class Context:
         self.tmux = tmux
         self.env = dict(os.environ) if env is None else env
         self.paths = paths or paths_mod.get()
-        self._store = None
+        self._store: Store | None = None
 
     @property
-    def store(self):
+    def store(self) -> Store:
         if self._store is None:
             from .store import Store  # sqlite3: only once a command asks for the store
 
             self._store = Store(self.paths.store)
         return self._store
 
-    def readonly_store(self):
+    def readonly_store(self) -> Store:
         from .store import Store
 
         return self._store or Store(self.paths.store, readonly=True)
 
-    def on(self, tmux: Tmux) -> "Context":
+    def on(self, tmux: Tmux) -> Context:
         """The same caller, against another tmux server."""
         if tmux is self.tmux:
             return self

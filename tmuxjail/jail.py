@@ -195,7 +195,7 @@ def prepare_dirs(ctx: Context, pol: Policy, adapter) -> None:
             if roots:
                 paths_mod.make_dirs_beneath(os.path.dirname(min(roots, key=len)), p)
         shared = adapter.shared_config(pol.home)
-        if shared is not None:
+        if shared:
             host_file, copy = shared
             seed_shared_config(host_file, copy, pol.host_write)
     if pol.private_home:
@@ -282,7 +282,7 @@ def wait_jailed(tmux, pane: str, unguarded: bool) -> str | None:
             return next((ln for ln in reversed(lines) if "tmuxjail:" in ln or "bwrap" in ln),
                         lines[-1] if lines else "the pane exited at once")
         try:
-            comm = open(f"/proc/{pid}/comm").read().strip()
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             comm = ""
         if comm == "bwrap" and jail_exec_started(int(pid)):

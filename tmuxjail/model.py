@@ -1,4 +1,5 @@
-"""The data tmuxjail reasons about, as validated pydantic models. Depends only on the registry."""
+"""The data tmuxjail reasons about, as validated pydantic models. Depends only on the registry and
+netcheck (both stdlib only)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from pydantic import (
     model_validator,
 )
 
+from .netcheck import check_patterns
 from .registry import Mode
 
-__all__ = ["Mode", "Policy", "Profile", "Capability", "PathGrant", "ExecutableIdentity", "Limits"]
+__all__ = ["Capability", "ExecutableIdentity", "Limits", "Mode", "PathGrant", "Policy", "Profile"]
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CAP_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -146,8 +148,6 @@ class Policy(_Frozen):
     @field_validator("allow_domains")
     @classmethod
     def _patterns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        from .netcheck import check_patterns
-
         return check_patterns(v, "allow_domains")
 
     @model_validator(mode="after")

@@ -13,7 +13,7 @@ class Result:
     None: nothing), the exit code, and what to bring in front of the user (a started, resumed or
     shell pane; see cli.bring)."""
 
-    __slots__ = ("data", "text", "code", "bring", "target")
+    __slots__ = ("bring", "code", "data", "target", "text")
 
     def __init__(self, data, text: str | None = None, code: int = 0, bring: dict | None = None,
                  target: str | None = None):

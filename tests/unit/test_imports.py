@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from importgraph import Graph  # noqa: E402
+from importgraph import Graph
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from tmuxjail.adapters import get
 
 from tmuxjail import completion, config, profiles
+from tmuxjail.adapters import get
 from tmuxjail.cli.app import parser
 from tmuxjail.errors import ConfigError
 from tmuxjail.model import Mode as ModelMode
@@ -47,7 +47,7 @@ def test_completion_offers_every_provider():
 
 def test_config_refuses_a_provider_the_registry_does_not_know():
     assert config.parse('[providers.codex]\nexecutable = "/usr/bin/codex"\n', "c").executables
-    with pytest.raises(ConfigError, match="providers.kodex: unknown provider"):
+    with pytest.raises(ConfigError, match=r"providers\.kodex: unknown provider"):
         config.parse('[providers.kodex]\nexecutable = "/usr/bin/codex"\n', "c")
     with pytest.raises(ConfigError, match="default_mode"):
         config.parse('default_mode = "strict"\n', "c")

@@ -322,10 +322,9 @@ def run(argv: list[str]) -> int:
 def _dispatch(p: argparse.ArgumentParser, args, passthrough: list[str], json_out: bool) -> int:
     tmux = Tmux(getattr(args, "socket_name", None), getattr(args, "socket_path", None))
     call = Call(args, passthrough, json_out, tmux, p)
-    if args.command not in NO_HOME:
-        if why := paths.home_problem(os.environ):
-            raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
-                                hint=paths.HOME_FIX)
+    if args.command not in NO_HOME and (why := paths.home_problem(os.environ)):
+        raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
+                            hint=paths.HOME_FIX)
     name = "approve --candidate" if args.command == "approve" and args.candidate else args.command
     res = handler(name)(call)
     code = out(res, json_out)
