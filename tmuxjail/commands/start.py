@@ -132,7 +132,7 @@ def start(ctx: Context, opts: plan.StartOptions, place: Placement | None = None)
     try:
         jail.prepare_dirs(ctx, pol, adapter)
         audit.baseline(store, row.id, workspaces)  # before the jail can change anything
-        spec = jail.write_spec(ctx, row.id, fp, pol, launch)
+        spec = jail.write_spec(ctx, row.id, fp, pol, launch, trace=opts.trace)
         argv, options = jail.pane_argv(fp, spec.path), jail.options(row.id, pol, fp)
         if place is not None:
             pane = ctx.tmux.new_pane(place.kind, place.target, argv, workspaces[0], options,
