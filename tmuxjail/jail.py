@@ -13,14 +13,14 @@ import stat
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import audit, log
 from . import paths as paths_mod
 from .context import Context
 from .errors import SandboxUnavailable, TmuxjailError
-from .host import jail_exec_started
+from .host import foreign_pane_process, jail_exec_started
 from .host import layout as host_layout
 from .launch import pane_command
 from .model import Mode, Policy
@@ -144,7 +144,7 @@ def sweep_spool(spool: Path, now: float | None = None) -> None:
 
 
 def layout_data(layout: HostLayout | None) -> dict | None:
-    return None if layout is None else asdict(layout)
+    return None if layout is None else layout.asdict()
 
 
 def landlock_ok() -> bool:
@@ -248,6 +248,7 @@ def stage(ctx: Context, sid: str, fp: str, pol: Policy, adapter, launch: Launch,
 def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | None:
     """None once the sandbox is up, else the reason it is not (read from the dead pane)."""
     deadline = time.monotonic() + READY_TIMEOUT
+    foreign = None
     while time.monotonic() < deadline:
         if not unguarded:
             try:
@@ -256,14 +257,21 @@ def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | 
                 report = {}
             if "child-pid" in report and jail_exec_started(int(report["child-pid"])):
                 return None
-        probe = ctx.tmux.run("display-message", "-p", "-t", pane, "#{pane_dead}", check=False)
-        if probe.returncode != 0 or not probe.stdout.strip():
+        probe = ctx.tmux.run("display-message", "-p", "-t", pane, "#{pane_dead} #{pane_pid}", check=False)
+        dead, _, pid = probe.stdout.strip().partition(" ")
+        if probe.returncode != 0 or not dead:
             err = (probe.stderr.strip().splitlines() or ["the pane is gone"])[-1]
             return f"{PANE_GONE} ({err})"
-        if probe.stdout.strip() == "1":
+        if dead == "1":
             lines = [ln for ln in ctx.tmux.capture(pane).splitlines() if ln.strip()]
             reason = next((ln for ln in reversed(lines) if "bwrap" in ln or "tmuxjail:" in ln), None)
             return reason or (lines[-1] if lines else "the jail exited at once")
+        # Seen twice: the pane's process is something else than the launcher (issue 18.6).
+        other = foreign_pane_process(int(pid)) if not unguarded and pid.isdigit() else None
+        if other is not None and other == foreign:
+            return (f"the sandbox did not come up: the pane runs {other!r}, not tmuxjail's launcher "
+                    "(something replaced it, such as a tmux hook)")
+        foreign = other
         if unguarded and time.monotonic() > deadline - READY_TIMEOUT + 0.3:
             return None
         time.sleep(0.02)

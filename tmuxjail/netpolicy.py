@@ -15,6 +15,7 @@ subdomains only (not example.com itself).
 from __future__ import annotations
 
 from .errors import NotApproved, UsageError
+from .netcheck import check_pattern as check
 
 ANY = "*"
 DOMAIN_ITEM = "domain:"  # prefix of an approval item that grants one extra domain (verified)
@@ -28,8 +29,6 @@ PROXY_ENV = frozenset({
 def check_pattern(pattern: object, where: str = "--allow-domain", error: type[UsageError] = UsageError) -> str:
     """A domain pattern, normalised, or a one-line `error` (netcheck's rules: addresses in any
     form and localhost are never a pattern)."""
-    from .netcheck import check_pattern as check
-
     return check(pattern, where, error)
 
 

@@ -21,6 +21,7 @@ from .context import Context
 from .discover import candidate as cand
 from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
 from .model import Mode, Policy, Profile
+from .netpolicy import approval_items
 from .sandbox import bwrap, landlock, pids
 from .sandbox.seccomp import supported
 
@@ -44,6 +45,7 @@ class StartOptions:
     network: str | None = None
     trace: str | None = None  # a discovery run: where the launcher's strace writes (discover/run.py)
     candidate: str | None = None  # an approved discovery candidate as the profile
+    allow_domains: tuple[str, ...] | None = None  # --allow-domain (None: none given)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ def canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
 
 def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
             env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
-            gate: bool = True, network: str | None = None, candidate: str | None = None) -> Plan:
+            gate: bool = True, network: str | None = None, candidate: str | None = None,
+            allow_domains: tuple[str, ...] | None = None) -> Plan:
     """Verified mode also needs an approval that covers exactly this profile, executable and
     capability set; without one this raises NotApproved before anything runs (unless gate is off)."""
     adapter = get_adapter(provider)
@@ -138,7 +141,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
     home = str(p.home)
     pw = pwd.getpwuid(os.getuid())
     req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
-                         capabilities=tuple(capabilities), network=network)
+                         capabilities=tuple(capabilities), network=network, allow_domains=tuple(allow_domains or ()))
     declared = [
         g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths
     ]
@@ -149,7 +152,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=git_paths(workspaces) if mode.strict else (),
         realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
-        resolve=cfg.resolve,
+        resolve=cfg.resolve, allow_ceiling=cfg.allow_domains[mode.value],
         own_install=() if mode.strict else host.own_install(),
     )
     if restriction is not None:
@@ -204,7 +207,7 @@ def check_root_process_limit(cfg) -> None:
 def approval_for(store, profile: Profile, pol: Policy) -> dict:
     granted = store.approvals(profile.provider)
     exe = pol.executable.model_dump(mode="json")
-    caps = list(pol.capabilities)
+    caps = approval_items(profile, policy.as_data(pol))  # capabilities, plus domain:X for each domain added
     found = find_approval(granted, profile.provider, profile.hash, exe, caps)
     if found is None:
         why = missing(granted, profile, exe, caps)
@@ -232,7 +235,8 @@ def recompute(ctx: Context, row) -> Recheck:
             return Recheck("", None, ["workspace"])
         plan = resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
                        tuple(r.get("capabilities", ())), r.get("restriction"), gate=False,
-                       network=r.get("network"), candidate=r.get("candidate"))
+                       network=r.get("network"), candidate=r.get("candidate"),
+                       allow_domains=r.get("allow_domains"))
     except NotApproved as exc:
         return Recheck("", None, [exc.data.get("reason", "mode")])
     except ConfigError as exc:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from .errors import UsageError
 from .model import Capability, Profile
+from .netpolicy import check_pattern
 
 SHARED = "capabilities.toml"
 
@@ -67,8 +68,6 @@ def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_
 
 
 def _check_network(name: str, caps: Iterable[Capability]) -> None:
-    from .netpolicy import check_pattern
-
     for cap in caps:
         for pattern in cap.network:
             check_pattern(pattern, f"{name}: capabilities.{cap.id}.network")

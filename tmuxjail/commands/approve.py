@@ -6,7 +6,7 @@ import os
 import pwd
 from pathlib import Path
 
-from .. import approvals, identity, log, profiles, restrict
+from .. import approvals, identity, log, netpolicy, profiles, restrict
 from .. import config as config_mod
 from ..adapters import get as get_adapter
 from ..context import Context
@@ -35,17 +35,22 @@ def _identity(ctx: Context, provider: str):
     return profile, resolved.identity.model_dump(mode="json")
 
 
-def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details: bool) -> dict:
+def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details: bool,
+            domains: tuple[str, ...] = ()) -> dict:
+    """domains: --allow-domain patterns to approve beyond what the capabilities declare."""
     profile, ident = _identity(ctx, provider)
     unknown = [c for c in capabilities if c not in profile.optional]
     if unknown:
         raise UsageError(f"{provider}: unknown capability {unknown[0]!r}",
                          hint=f"see: tmuxjail profiles show {provider}")
     caps = tuple(dict.fromkeys((*profile.baseline, *capabilities)))
+    asked = netpolicy.normalize(netpolicy.check_pattern(d) for d in domains)
+    extra = netpolicy.extra_domains(asked, netpolicy.declared(profile, caps))
+    caps = (*caps, *(netpolicy.DOMAIN_ITEM + d for d in extra))
     return {
         "provider": provider, "profile_version": profile.profile_version, "profile_hash": profile.hash,
         "executable": approvals.identity_key(ident), "capabilities": list(caps),
-        "labels": {c: profile.capabilities[c].label for c in caps},
+        "labels": {c: approvals.label(profile, c) for c in caps},
         "text": approvals.describe(profile, ident, caps, details),
     }
 
@@ -58,8 +63,9 @@ def record(ctx: Context, plan: dict) -> dict:
     return row
 
 
-def ask_and_record(ctx: Context, provider: str, capabilities, yes: bool, details: bool, json_out: bool) -> dict | None:
-    plan = preview(ctx, provider, tuple(capabilities), details)
+def ask_and_record(ctx: Context, provider: str, capabilities, yes: bool, details: bool, json_out: bool,
+                   domains=()) -> dict | None:
+    plan = preview(ctx, provider, tuple(capabilities), details, tuple(domains))
     if not json_out:
         print("This approval lets verified-mode sessions use:")
         print("\n".join(plan["text"]))
@@ -75,7 +81,7 @@ def ask_and_record(ctx: Context, provider: str, capabilities, yes: bool, details
 def run(call: Call) -> Result:
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
-    row = ask_and_record(ctx, a.provider, a.capability, a.yes, a.details, call.json)
+    row = ask_and_record(ctx, a.provider, a.capability, a.yes, a.details, call.json, a.allow_domain)
     if row is None:
         return Result(None, None, code=1)
     return Result(row, f"approved ({row['id']})")

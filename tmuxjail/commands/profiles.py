@@ -42,8 +42,8 @@ def _show(call: Call) -> Result:
                     lines.append(f"  {'':22}   {g.access} {g.kind} {g.path}{' (if present)' if g.optional else ''}")
                 if cap.env:
                     lines.append(f"  {'':22}   env: {' '.join(cap.env)}")
-                if cap.hosts:
-                    lines.append(f"  {'':22}   hosts: {' '.join(cap.hosts)}")
+                if cap.network:
+                    lines.append(f"  {'':22}   network: {' '.join(cap.network)}")
     if a.details:
         lines.append(f"executables: {', '.join(p.executables)}; supported versions: {p.supported_versions or 'any'}")
         lines.append(f"certified on: {', '.join(p.certified_versions) or 'none yet'}; hash: {p.hash}")

@@ -97,7 +97,7 @@ def start(ctx: Context, opts: plan.StartOptions, place: Placement | None = None)
     workspaces = plan.canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
     p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
                      gate=not opts.dry_run, network=opts.network,  # a dry run shows what would need approving
-                     candidate=opts.candidate)
+                     candidate=opts.candidate, allow_domains=opts.allow_domains)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode.value, pol.backend)
@@ -116,7 +116,8 @@ def start(ctx: Context, opts: plan.StartOptions, place: Placement | None = None)
         raise UsageError(f"a tmux session named {name!r} already exists on this server")
     request = {"provider": opts.provider, "mode": pol.mode.value, "workspaces": list(workspaces),
                "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
-               "restriction": opts.restriction, "network": opts.network}
+               "restriction": opts.restriction, "network": opts.network,
+               "allow_domains": opts.allow_domains}
     if opts.candidate is not None:
         request["candidate"] = opts.candidate
     if place is not None:
@@ -159,7 +160,12 @@ def options(call: Call) -> plan.StartOptions:
         provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), name=a.name, env_name=a.env_name,
         capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
         dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend,
-        restriction=restriction(a.restrict), network=a.network, candidate=a.candidate)
+        restriction=restriction(a.restrict), network=a.network, candidate=a.candidate,
+        allow_domains=domains(a))
+
+
+def domains(a) -> tuple[str, ...] | None:
+    return None if a.allow_domain is None else tuple(a.allow_domain)
 
 
 def dry_run_text(result: dict) -> str:
@@ -187,7 +193,7 @@ def run(call: Call) -> Result:
         if not exc.data.get("fix") or a.non_interactive or a.dry_run or call.json or not interactive():
             raise
         print(f"tmuxjail: {exc.message}")
-        if not ask_and_record(ctx, a.provider, a.capability, False, False, False):
+        if not ask_and_record(ctx, a.provider, a.capability, False, False, False, a.allow_domain or ()):
             raise
         result = start(ctx, opts, place)
     if a.dry_run:
@@ -200,7 +206,7 @@ def preflight(ctx: Context, opts: plan.StartOptions) -> dict:
     """Everything a start checks, and nothing it does: never prompts, never launches."""
     workspaces = plan.canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
     p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-                     network=opts.network, candidate=opts.candidate)
+                     network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
     return {"ok": True, "provider": opts.provider, "mode": p.policy.mode.value, "fingerprint": p.fingerprint,
             "workspace": workspaces[0], "capabilities": list(p.policy.capabilities),
             "approval": p.approval["id"] if p.approval else None}
@@ -211,6 +217,6 @@ def run_preflight(call: Call) -> Result:
     opts = plan.StartOptions(
         provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), env_name=a.env_name,
         capabilities=tuple(a.capability), non_interactive=True, restriction=restriction(a.restrict),
-        network=a.network, candidate=a.candidate)
+        network=a.network, candidate=a.candidate, allow_domains=domains(a))
     result = preflight(call.ctx, opts)
     return Result(result, f"ok: {result['mode']} {result['fingerprint']}")
