@@ -1,10 +1,9 @@
 """The one renderer: a command's result as text or JSON, and an error as one line, a hint and an
-exit code. The CLI, the menus, the launcher and `_pane` all print through it. Stdlib only, so the
-launcher can use it."""
+exit code. The CLI, the menus, the launcher and `_pane` all print through it. It imports only sys,
+so the launcher can use it."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 
@@ -21,6 +20,10 @@ class Result:
 
 
 def as_json(data) -> str:
+    # Here, not at the top: the launcher prints its errors through this module and must not load
+    # json (tests/integration/test_launcher_lean.py).
+    import json
+
     return json.dumps(data, indent=2, sort_keys=True)
 
 
