@@ -263,9 +263,14 @@ def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | 
             err = (probe.stderr.strip().splitlines() or ["the pane is gone"])[-1]
             return f"{PANE_GONE} ({err})"
         if dead == "1":
-            lines = [ln for ln in ctx.tmux.capture(pane).splitlines() if ln.strip()]
-            reason = next((ln for ln in reversed(lines) if "bwrap" in ln or "tmuxjail:" in ln), None)
-            return reason or (lines[-1] if lines else "the jail exited at once")
+            # tmux may mark the pane dead before it has drawn the last output: look again briefly.
+            for _ in range(15):
+                lines = [ln for ln in ctx.tmux.capture(pane).splitlines() if ln.strip()]
+                reason = next((ln for ln in reversed(lines) if "bwrap" in ln or "tmuxjail:" in ln), None)
+                if reason:
+                    return reason
+                time.sleep(0.02)
+            return lines[-1] if lines else "the jail exited at once"
         # Seen twice: the pane's process is something else than the launcher (issue 18.6).
         other = foreign_pane_process(int(pid)) if not unguarded and pid.isdigit() else None
         if other is not None and other == foreign:

@@ -50,6 +50,8 @@ SEAMS = {
     ("tmuxjail.launch", "tmuxjail.sandbox.pids"): "the launcher",
     ("tmuxjail.launch", "tmuxjail.sandbox.seccomp"): "the launcher",
     ("tmuxjail.launch", "tmuxjail.discover.trace"): "the launcher, on a discovery run only",
+    ("tmuxjail.launch", "tmuxjail.netproxy"): "the launcher, with --network proxy only",
+    ("tmuxjail.launch", "tmuxjail.netbridge"): "the launcher, with --network proxy only",
     ("tmuxjail.sandbox.bwrap", "tmuxjail.model"): "a policy recorded before limits existed (the launcher imports bwrap)",
     ("tmuxjail.certify", "tmuxjail"): "certify (its own package soon)",
     ("tmuxjail.certify", "tmuxjail.config"): "certify",

@@ -144,6 +144,7 @@ def parser() -> argparse.ArgumentParser:
     sh = cmd("show", "show a session and its effective policy, in full", "tmuxjail show app --json")
     sh.add_argument("name")
     sh.add_argument("--json", action="store_true", help="print JSON")
+    sh.add_argument("--network", action="store_true", help="the destinations its egress proxy allowed and denied")
 
     st = cmd("stop", "stop a session (kills its tmux session; the record stays)", "tmuxjail stop app")
     st.add_argument("name")

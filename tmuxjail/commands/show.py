@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import profiles
+from .. import netlog, profiles
 from ..audit import clean, latest
 from ..context import Context
 from ..errors import TmuxjailError, UsageError
@@ -37,4 +37,7 @@ def show(ctx: Context, name: str) -> dict:
 
 def run(call: Call) -> Result:
     d = show(call.ctx, call.args.name)
+    if call.args.network:
+        rep = netlog.report(d, str(call.ctx.paths.store))
+        return Result(rep, netlog.text(rep))
     return Result(d, "\n".join([session_text(d, clean), "policy:", policy_text(d["policy"] or {})]))
