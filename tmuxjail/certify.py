@@ -25,10 +25,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import TmuxjailError, UsageError
 from .registry import MODES
+
+if TYPE_CHECKING:
+    from .model import Profile
 
 SCREEN_TIMEOUT = 40.0
 PROBE_TIMEOUT = 40.0
@@ -801,31 +804,29 @@ def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, ou
     return record
 
 
-def suggest(profile, record: dict) -> list[str]:
-    """The profile change a human may make (never applied here)."""
+def suggest(profile: Profile, record: dict[str, Any]) -> list[str]:
+    """The change to the provider's certification record a human may make (never applied here).
+    The record lies outside the profile's hash: recording a version needs no re-approval."""
     ver = record.get("cli_version")
-    fname = f"profiles/{profile.provider}.toml"
+    from . import profiles
+
+    fname = f"profiles/{profiles.record_name(profile.provider)}"
     if not ver:
         return []
     if not record["ok"]:
         failing = [m for m, r in record["modes"].items() if not r["ok"]]
         return [f"# {fname}: certification failed ({', '.join(failing) or record.get('error')}); keep",
-                f'certification = "{profile.certification if profile.certification != "certified" else "failing"}"']
+                f'"certification": "{profile.certification if profile.certification != "certified" else "failing"}"']
     if record["standin"]:
         return [f"# {fname}: the stand-in of the documented contract passed; a stand-in run does not certify",
-                f'# the real CLI: keep certification = "documented-only" (currently "{profile.certification}")']
+                f'# the real CLI: keep "certification": "documented-only" (currently "{profile.certification}")']
     versions = sorted(set(profile.certified_versions) | {ver})
     status = "certified"
     if status == profile.certification and ver in profile.certified_versions:
         return [f"# {fname}: already {status} on {ver}; no change"]
-    return [f"# {fname} (then bump profile_version to {_bump(profile.profile_version)} and run "
-            "`tmuxjail profiles check --update profiles/hashes.json`):",
-            f'certification = "{status}"',
-            "certified_versions = [" + ", ".join(json.dumps(v) for v in versions) + "]"]
-
-
-def _bump(v: str) -> str:
-    return str(int(v) + 1) if v.isdigit() else v + ".1"
+    return [f"# {fname} (outside the profile's hash: no version bump, no re-approval):",
+            f'"certification": "{status}",',
+            '"certified_versions": [' + ", ".join(json.dumps(v) for v in versions) + "]"]
 
 
 def render(record: dict) -> str:
@@ -848,6 +849,6 @@ def render(record: dict) -> str:
     if record.get("hint"):
         lines.append(f"  hint: {record['hint']}")
     if record["suggestion"]:
-        lines.append("  suggested profile change (not applied):")
+        lines.append("  suggested certification record (not applied):")
         lines += ["    " + s for s in record["suggestion"]]
     return "\n".join(lines)

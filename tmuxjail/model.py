@@ -74,19 +74,29 @@ class Capability(_Frozen):
 Certification = Literal["certified", "documented-only", "stand-in-only", "failing", "uncertified"]
 
 
+class CertificationRecord(_Frozen):
+    """What certification found for a provider (profiles/<provider>.certified.json). Kept apart
+    from the profile: recording a newly certified CLI version changes no policy and no approval."""
+
+    certification: Certification = "uncertified"
+    certified_versions: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+
+
 class Profile(_Frozen):
     provider: str
     profile_version: str = Field(min_length=1)
     display_name: str
     executables: tuple[str, ...] = Field(min_length=1)
     supported_versions: str = ""
+    # The certification record, filled by the loader from its own file: never part of `hash`.
     certification: Certification = "uncertified"
     certified_versions: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
     baseline: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
     capabilities: dict[str, Capability] = {}
-    hash: str = ""  # sha256 of the profile file's bytes, filled by the loader
+    hash: str = ""  # profiles.policy_hash(): what policies and approvals pin, filled by the loader
 
 
 class ExecutableIdentity(_Frozen):

@@ -15,11 +15,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .canon import fingerprint
 from .errors import UsageError
-from .model import Capability, Profile
+from .model import Capability, CertificationRecord, Profile
 from .netpolicy import check_pattern
 
 SHARED = "capabilities.toml"
+# The certification record: kept in <provider>.certified.json, outside the policy hash.
+RECORD_FIELDS = frozenset(CertificationRecord.model_fields)
 
 
 def _read(name: str) -> bytes:
@@ -27,6 +30,13 @@ def _read(name: str) -> bytes:
         return resources.files("tmuxjail.profile_data").joinpath(name).read_bytes()
     except FileNotFoundError:
         raise UsageError(f"no profile file {name} in the installed package") from None
+
+
+def policy_hash(profile: Profile) -> str:
+    """What policies and approvals pin of a profile: a canonical form of everything in it (its
+    capabilities resolved through the shared catalogue) except its certification record. A field
+    added to Profile is policy unless it is part of that record."""
+    return fingerprint(profile.model_dump(mode="json", exclude={*RECORD_FIELDS, "hash"}))
 
 
 def validation_message(where: str, exc: Exception) -> str:
@@ -39,13 +49,22 @@ def validation_message(where: str, exc: Exception) -> str:
     return f"{where}: {exc}"
 
 
-def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_data: bytes = b"") -> Profile:
-    """Pure: bytes of one profile file (+ the shared catalogue) -> a validated Profile."""
-
+def parse_profile(name: str, data: bytes, shared: dict[str, Capability],
+                  record: CertificationRecord | None = None, *, inline_record: bool = False) -> Profile:
+    """Pure: bytes of one profile file (+ the shared catalogue, + its certification record) -> a
+    validated Profile whose hash covers the policy it defines and nothing else. A shipped profile
+    keeps its record in its own file; a generated one (a discovery candidate) may carry it inline
+    (inline_record), where it is read as the record: outside the hash either way."""
     try:
         raw = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{name}: not valid TOML: {exc}") from None
+    misplaced = sorted(RECORD_FIELDS & set(raw))
+    if misplaced and inline_record and record is None:
+        record = _record_of(name, {k: raw.pop(k) for k in misplaced})
+    elif misplaced:
+        raise UsageError(f"{name}: {misplaced[0]}: belongs in the certification record "
+                         f"({name.removesuffix('.toml')}.certified.json), outside the profile's hash")
     caps = raw.get("capabilities", {})
     if not isinstance(caps, dict):
         raise UsageError(f"{name}: capabilities: must be a table")
@@ -60,11 +79,27 @@ def parse_profile(name: str, data: bytes, shared: dict[str, Capability], shared_
         for cid in getattr(profile, field):
             if cid not in known:
                 raise UsageError(f"{name}: {field}: unknown capability {cid!r}")
+    # The hash covers the shared capabilities this profile uses: changing what "Use Git identity"
+    # maps to must invalidate every approval that relied on it.
     merged = {cid: known[cid] for cid in (*profile.baseline, *profile.optional)}
-    # The hash covers the shared catalogue too: changing what "Use Git identity" maps to must
-    # invalidate every approval that relied on it.
-    digest = hashlib.sha256(data + b"\0" + shared_data).hexdigest()
-    return profile.model_copy(update={"capabilities": merged, "hash": "sha256:" + digest})
+    profile = profile.model_copy(update={"capabilities": merged, **(record.model_dump() if record else {})})
+    return profile.model_copy(update={"hash": policy_hash(profile)})
+
+
+def _record_of(name: str, raw: object) -> CertificationRecord:
+    try:
+        return CertificationRecord.model_validate(raw)
+    except ValidationError as exc:
+        raise UsageError(validation_message(name, exc)) from None
+
+
+def parse_record(name: str, data: bytes) -> CertificationRecord:
+    """Pure: bytes of a <provider>.certified.json -> a validated certification record."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{name}: not valid JSON: {exc}") from None
+    return _record_of(name, raw)
 
 
 def _check_network(name: str, caps: Iterable[Capability]) -> None:
@@ -95,9 +130,23 @@ def file_name(provider: str) -> str:
     return f"{provider}.toml"
 
 
+def record_name(provider: str) -> str:
+    return f"{provider}.certified.json"
+
+
+def certification_record(provider: str) -> CertificationRecord:
+    """The provider's certification record; none shipped means uncertified."""
+    try:
+        data = _read(record_name(provider))
+    except UsageError:
+        return CertificationRecord()
+    return parse_record(record_name(provider), data)
+
+
 @cache
 def load(provider: str) -> Profile:
-    profile = parse_profile(file_name(provider), _read(file_name(provider)), shared_capabilities(), _read(SHARED))
+    profile = parse_profile(file_name(provider), _read(file_name(provider)), shared_capabilities(),
+                            certification_record(provider))
     if profile.provider != provider:
         raise UsageError(f"{file_name(provider)}: provider: says {profile.provider!r}")
     return profile
@@ -147,7 +196,6 @@ def hash_list(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
 
 
 def recorded_hashes() -> dict[str, dict[str, Any]]:
-
     try:
         recorded: dict[str, dict[str, Any]] = json.loads(_read(HASHES))
     except UsageError:

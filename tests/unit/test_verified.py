@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from tmuxjail import approvals, profiles, restrict
 from tmuxjail.errors import NotApproved, UsageError
+from tmuxjail.model import PathGrant
 
 IDENT = {"path": "/opt/codex", "sha256": "sha256:" + "a" * 64, "version": "0.171.0", "extra": []}
 PROFILE = profiles.load("codex")
@@ -125,8 +126,14 @@ def test_shipped_profiles_match_the_hash_list():
 
 
 def test_profile_hash_covers_the_shared_catalogue():
+    """What a shared capability the profile uses grants is part of its hash; the rest of the
+    catalogue is not."""
     data = b'provider="x"\nprofile_version="1"\ndisplay_name="X"\nexecutables=["x"]\nbaseline=["git-identity"]\n'
     shared = profiles.shared_capabilities()
-    a = profiles.parse_profile("x.toml", data, shared, b"catalogue 1")
-    b = profiles.parse_profile("x.toml", data, shared, b"catalogue 2")
-    assert a.hash != b.hash
+    a = profiles.parse_profile("x.toml", data, shared)
+    git = shared["git-identity"]
+    wider = {**shared, "git-identity": git.model_copy(update={"paths": (*git.paths, PathGrant(path="~/.ssh"))})}
+    assert profiles.parse_profile("x.toml", data, wider).hash != a.hash
+    other = next(c for c in shared if c != "git-identity")
+    unrelated = {**shared, other: shared[other].model_copy(update={"env": ("SOMETHING_ELSE",)})}
+    assert profiles.parse_profile("x.toml", data, unrelated).hash == a.hash

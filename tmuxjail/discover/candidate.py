@@ -135,8 +135,7 @@ def load(config_dir: Path, provider: str, did: str):
     catalogue too)."""
 
     data = read(config_dir, did)
-    shared = profiles.shipped()[profiles.SHARED]
-    p = profiles.parse_profile(f"candidate {did}", data, profiles.shared_capabilities(), shared)
+    p = profiles.parse_profile(f"candidate {did}", data, profiles.shared_capabilities(), inline_record=True)
     if p.provider != provider:
         raise UsageError(f"candidate {did} is for {p.provider}, not {provider}")
     return p

@@ -273,7 +273,8 @@ def write_candidate(ctx, m: dict, ev) -> Path:
     digest = hashlib.sha256((_dir(ctx, m["id"]) / "evidence.json").read_bytes()).hexdigest()
     ref = f"evidence {_dir(ctx, m['id']) / 'evidence.json'} sha256:{digest}"
     text = cand_mod.render(m["id"], shipped, profiles.shared_capabilities(), cls, ref)
-    profiles.parse_profile(f"candidate {m['id']}", text.encode(), profiles.shared_capabilities())  # loads back
+    profiles.parse_profile(f"candidate {m['id']}", text.encode(), profiles.shared_capabilities(),
+                           inline_record=True)  # loads back
     return cand_mod.write(ctx.paths.config_dir, m["id"], text)
 
 
