@@ -9,6 +9,20 @@ from pathlib import PurePosixPath
 
 
 @dataclass(frozen=True)
+class Certification:
+    """How `tmuxjail certify` recognises and probes this CLI (data only: tmuxjail.certify runs it)."""
+
+    first_screen: tuple[str, ...]  # regexes; any match = the CLI reached its first screen
+    state_dir: str  # relative to HOME: where the CLI keeps its state once relocated/approved
+    token_files: tuple[str, ...]  # relative to HOME: written on the first run, kept afterwards
+    resume_syntax: str  # regex the relaunched CLI's argv must match
+    child_note: str  # how a child process of the CLI is made, in words
+    child_by_keys: bool = False  # typed into the running CLI (else a second session starts one)
+    env: dict[str, str] = field(default_factory=dict)  # added to the scratch environment
+    probe_env: dict[str, str] = field(default_factory=dict)  # added for the child session only
+
+
+@dataclass(frozen=True)
 class Adapter:
     provider: str
     # Environment variables that relocate the CLI's state, as paths relative to HOME.
@@ -25,6 +39,7 @@ class Adapter:
     # Set under --network proxy, beside the proxy variables the mechanism sets: whatever makes this
     # CLI's runtime use them (README, "Network policy", lists what each pinned CLI honours).
     proxy_env: tuple[tuple[str, str], ...] = ()
+    certify: Certification | None = None  # None: `tmuxjail certify` does not know this CLI
 
     def own_sandbox_off(self, exe: list[str], mode: str, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the
@@ -66,6 +81,20 @@ class Adapter:
         if mode != "isolated":
             return {}
         return {name: f"{home}/{rel}" for name, rel in self.home_env.items()}
+
+
+    # -- tmuxjail certify -------------------------------------------------------------------------
+    def certify_tokens(self, mode: str) -> tuple[str, ...]:
+        """Files (relative to HOME) the first run writes and later runs keep, in this mode."""
+        return self.certify.token_files if self.certify else ()
+
+    def certify_child_args(self, probe: str, out: str) -> list[str]:
+        """Arguments that make the CLI run `/bin/sh PROBE OUT` as its child, without a model."""
+        return []
+
+    def certify_child_keys(self, probe: str, out: str) -> str:
+        """What to type into the running CLI to run the probe (child_by_keys)."""
+        return f"!/bin/sh {probe} {out}"
 
 
 def new_uuid() -> str:

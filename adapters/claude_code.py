@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .base import Adapter, new_uuid
+from .base import Adapter, Certification, new_uuid
 
 _PKGS = {"x86_64": "claude-code-linux-x64", "aarch64": "claude-code-linux-arm64", "arm64": "claude-code-darwin-arm64"}
 
@@ -51,10 +52,30 @@ class ClaudeCode(Adapter):
         of ~/.claude.json and ~/.claude/.claude.json drifting apart (issue 12.12)."""
         return f"{home}/.claude.json", f"{home}/.claude/.config.json"
 
+    def certify_tokens(self, mode: str) -> tuple[str, ...]:
+        if mode == "compatibility":
+            return (".claude.json",)  # compatibility does not relocate: Claude's default place
+        if mode == "verified":
+            # A verified start seeds ~/.claude/.config.json from ~/.claude.json, and Claude reads
+            # (and rewrites) that one first: one config shared with plain `claude` (issue 12.12).
+            return (".claude/.config.json",)
+        return super().certify_tokens(mode)
+
+    def certify_child_args(self, probe, out):
+        # apiKeyHelper is a shell command Claude runs before any login or API call.
+        return ["-p", "tmuxjail certify probe", "--settings", json.dumps({"apiKeyHelper": f"/bin/sh {probe} {out}"})]
+
 
 ADAPTER = ClaudeCode(
     provider="claude-code",
     home_env={"CLAUDE_CONFIG_DIR": ".claude"},
     home_dirs=(".claude", ".claude/tmp"),
     seatbelt_args=("--settings", '{"sandbox":{"enabled":false}}'),
+    certify=Certification(
+        first_screen=(r"Welcome to Claude Code", r"Unable to connect to Anthropic services", r"Select login method",
+                      r"Choose the text style"),
+        state_dir=".claude", token_files=(".claude/.claude.json",), resume_syntax=r"--resume [0-9a-f-]{36}",
+        child_note="`claude -p --settings '{\"apiKeyHelper\": \"sh PROBE\"}'`: Claude runs the key helper as a "
+                   "child before any API call",
+        probe_env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}),
 )

@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .base import Adapter
+from .base import Adapter, Certification
 
 _TRIPLES = {
     "x86_64": ("codex-linux-x64", "x86_64-unknown-linux-musl"),
@@ -31,6 +31,15 @@ class Codex(Adapter):
         # --last filters by cwd, so the jail always presents the same workspace path.
         return [*exe, "--no-daemon", "resume", native_id or "--last"]
 
+    def certify_child_args(self, probe, out):
+        # Codex's own bubblewrap, nested inside ours; workspace-write so the probe can report.
+        return ["sandbox", "-c", 'sandbox_mode="workspace-write"', "--", "/bin/sh", probe, out]
+
 
 ADAPTER = Codex(provider="codex", home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",),
-                seatbelt_args=("--sandbox", "danger-full-access"))
+                seatbelt_args=("--sandbox", "danger-full-access"),
+                certify=Certification(
+                    first_screen=(r"Welcome to Codex", r"Sign in with ChatGPT", r"OpenAI's command-line coding agent"),
+                    state_dir=".codex", token_files=(".codex/installation_id",),
+                    resume_syntax=r"--no-daemon resume (--last|\S+)",
+                    child_note="`codex sandbox -c sandbox_mode=\"workspace-write\" -- sh PROBE`: Codex's own bwrap nested in ours"))

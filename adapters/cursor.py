@@ -2,13 +2,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Adapter
+from .base import Adapter, Certification
 
 
 @dataclass(frozen=True)
 class Cursor(Adapter):
     def resume_argv(self, exe, native_id, extra):
         return [*exe, *(["--resume", native_id] if native_id else ["--continue"])]
+
+    def certify_child_args(self, probe, out):
+        return ["-p", f"!/bin/sh {probe} {out}"]
 
 
 # ~/.local/bin/cursor-agent links into ~/.local/share/cursor-agent/versions/<ver>/, a bash wrapper
@@ -21,4 +24,8 @@ ADAPTER = Cursor(
     seatbelt_args=("--sandbox", "disabled"),
     # Its bundled Node's fetch ignores HTTPS_PROXY unless told (documented, not run here).
     proxy_env=(("NODE_USE_ENV_PROXY", "1"),),
+    certify=Certification(
+        first_screen=(r"Cursor Agent",), state_dir=".cursor", token_files=(".cursor/cli-config.json",),
+        resume_syntax=r"(--resume \S+|--continue)",
+        child_note="stand-in `cursor-agent -p '!sh PROBE'` (spawns bash from its bundled node)"),
 )

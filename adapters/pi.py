@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Adapter
+from .base import Adapter, Certification
 
 
 @dataclass(frozen=True)
@@ -12,4 +12,11 @@ class Pi(Adapter):
         return [*exe, *(["--session", native_id] if native_id else ["--continue"])]
 
 
-ADAPTER = Pi(provider="pi", home_env={"PI_CODING_AGENT_DIR": ".pi/agent"}, home_dirs=(".pi/agent",))
+ADAPTER = Pi(provider="pi", home_env={"PI_CODING_AGENT_DIR": ".pi/agent"}, home_dirs=(".pi/agent",),
+             certify=Certification(
+                 first_screen=(r"pi v\d+\.\d+", r"No models available"), state_dir=".pi/agent",
+                 token_files=(".pi/agent/auth.json", ".pi/agent/settings.json"),
+                 resume_syntax=r"(--continue|--session \S+)", child_by_keys=True,
+                 child_note="`!sh PROBE` typed into Pi's editor: Pi's user bash command runs without a model "
+                            "(its bash tool needs one)",
+                 env={"PI_OFFLINE": "1"}))

@@ -53,14 +53,6 @@ SEAMS = {
     ("tmuxjail.launch", "tmuxjail.netproxy"): "the launcher, with --network proxy only",
     ("tmuxjail.launch", "tmuxjail.netbridge"): "the launcher, with --network proxy only",
     ("tmuxjail.sandbox.bwrap", "tmuxjail.model"): "a policy recorded before limits existed (the launcher imports bwrap)",
-    ("tmuxjail.certify", "tmuxjail"): "certify (its own package soon)",
-    ("tmuxjail.certify", "tmuxjail.config"): "certify",
-    ("tmuxjail.certify", "tmuxjail.identity"): "certify",
-    ("tmuxjail.certify", "tmuxjail.paths"): "certify",
-    ("tmuxjail.certify", "tmuxjail.profiles"): "certify",
-    ("tmuxjail.certify", "tmuxjail.adapters"): "certify",
-    ("tmuxjail.certify", "tmuxjail.store"): "certify",
-    ("tmuxjail.certify", "tmuxjail.tmux"): "certify",
 }
 
 
