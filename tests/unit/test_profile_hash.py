@@ -79,6 +79,15 @@ def test_a_wider_profile_with_the_same_version_still_changes_the_hash():
 RECORD_IN_TOML = {"certification": '"certified"', "certified_versions": '["1.0"]', "evidence": '["x"]'}
 
 
+def test_a_capabilitys_network_domains_are_policy():
+    """The domains a capability may reach through the proxy are in the hash: adding one asks for a
+    new approval (netpolicy's `network` lists)."""
+    raw = _shipped("codex.toml")
+    assert b'network = ["api.openai.com"' in raw
+    wider = _codex(raw.replace(b'network = ["api.openai.com"', b'network = ["example.org", "api.openai.com"'))
+    assert wider.hash != _codex().hash
+
+
 @pytest.mark.parametrize("field", sorted(RECORD_IN_TOML))
 def test_a_certification_field_inside_the_profile_is_refused(field):
     value = RECORD_IN_TOML[field]
