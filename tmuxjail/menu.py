@@ -27,7 +27,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tomllib
 
@@ -255,9 +254,7 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
             return 0
         if argv[0] == "display-popup":
             # A popup blocks its tmux client until it closes: leave it to tmux.
-            subprocess.Popen([ctx.tmux.require(), *ctx.tmux.base, *argv], env=ctx.tmux.env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+            ctx.tmux.run_detached(*argv)
             return 0
         ctx.tmux.run(*argv)
         return 0

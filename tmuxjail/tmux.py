@@ -1,22 +1,37 @@
-"""The one module that talks to tmux. It runs tmux's own argv (no shell ever sees a command),
-selects the server as tmux does (-L / -S, else the server we are in, else the default), and only
-ever sets options on tmuxjail's own sessions, windows and panes.
+"""The one module that talks to tmux, through libtmux: a `Server` per socket, and `Server.cmd`
+with argv words for every command. It selects the server as tmux does (-L / -S, else the server
+we are in, else the default) and only ever sets options on tmuxjail's own sessions, windows and
+panes. Three properties hold here, each pinned by a test:
 
-It calls the tmux binary directly rather than through libtmux: `list` must answer in one
-`list-panes -a` call and start fast, and libtmux's object layer (and ~100 ms import) buys nothing
-here. The tests use libtmux to inspect what this module did."""
+- No shell ever parses a pane command: tmux gets argv words and execs them itself. tmux splits
+  its own argv at a word that ends in `;`, so such a data word is passed as `\\;` (`tmux_word`).
+- A tmux server tmuxjail starts inherits no credential: libtmux runs tmux with this process's
+  environment and takes no `env=`, so each call runs with `os.environ` narrowed to the client
+  variables (`client_environ`), as libtmux's own `new_session` narrows it for `$TMUX`.
+- A new jailed pane has `remain-on-exit` and its `@tmuxjail_*` options from the same tmux command
+  that creates it (a command list), so a command that exits at once leaves a dead pane.
+
+libtmux is imported on the first tmux command (about 60 ms; see bench/libtmux_cost.py), so paths
+that never reach tmux (`--version`, `list` with no server) do not pay for it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import subprocess
+import threading
+import typing as t
 from collections import namedtuple
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from .errors import TmuxjailError, UsageError
+
+if t.TYPE_CHECKING:
+    import libtmux
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 MIN_VERSION = (3, 2)
@@ -36,6 +51,62 @@ def _marks() -> tuple[str, str]:
     controls its command name and screen, and must not be able to forge a separator."""
     t = secrets.token_hex(8)
     return f"~F{t}~", f"~R{t}~"
+
+
+def tmux_word(word: str) -> str:
+    """A data word as tmux must get it in its argv: tmux ends a command at any word that ends in
+    `;` (and the next word starts another command), and reads a trailing `\\;` as a literal `;`."""
+    return word[:-1] + "\\;" if word.endswith(";") else word
+
+
+_ENVIRON_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def client_environ(env: Mapping[str, str]) -> Iterator[None]:
+    """os.environ is exactly `env` for the duration (libtmux starts tmux with this process's
+    environment). Other threads see the narrowed environment meanwhile; one call at a time."""
+    with _ENVIRON_LOCK:
+        saved = dict(os.environ)
+        if saved == env:
+            yield
+            return
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+_SERVER_CLASS: type[libtmux.Server] | None = None
+
+
+def server_class() -> type[libtmux.Server]:
+    """libtmux's Server whose every command (its own, and those of the Session, Window and Pane
+    objects it hands out) runs tmux with the client environment only. Imports libtmux."""
+    global _SERVER_CLASS
+    if _SERVER_CLASS is None:
+        import libtmux
+
+        class JailServer(libtmux.Server):
+            client_env: Mapping[str, str] = {}
+
+            def cmd(self, cmd: str, *args: t.Any, target: str | int | None = None) -> t.Any:
+                # -u: the bytes as they are under any locale; under LC_ALL=C tmux prints `_` for
+                # each non-ASCII or control character (a pane's directory would read as another
+                # path, and libtmux's own field separator is not ASCII). libtmux puts -t after
+                # the command name: so do we, with -u before it.
+                where = ("-t", str(target)) if target is not None else ()
+                with client_environ(self.client_env):
+                    return super().cmd("-u", cmd, *where, *args)
+
+        _SERVER_CLASS = JailServer
+    return _SERVER_CLASS
+
+
+W = tmux_word
 
 
 def default_socket(name: str, env) -> str:
@@ -82,6 +153,7 @@ class Tmux:
         # `show-environment -g` and every later pane: give it no credentials.
         self.env = {k: v for k, v in env.items() if k in CLIENT_ENV or k.startswith(("LC_", "XDG_"))}
         self.inside = env.get("TMUX", "")
+        self._server: libtmux.Server | None = None
         if socket_name and socket_path:
             raise UsageError("use either -L or -S, not both")
         if socket_path:
@@ -119,21 +191,56 @@ class Tmux:
             raise TmuxjailError("tmux is not installed", hint="sudo apt-get install -y tmux")
         return self.binary
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        # -u: the bytes as they are under any locale; under LC_ALL=C tmux prints `_` for each
-        # non-ASCII or control character, and a pane's directory would read as another path.
-        proc = subprocess.run(
-            [self.require(), "-u", *self.base, *args], env=self.env, capture_output=True, text=True,
-            stdin=subprocess.DEVNULL,
-        )
+    @property
+    def server(self) -> libtmux.Server:
+        """This socket's libtmux Server (made on first use)."""
+        if self._server is None:
+            cls = server_class()
+            if self.base[0] == "-S":
+                server = cls(socket_path=self.base[1], tmux_bin=self.require())
+            else:
+                server = cls(socket_name=self.base[1], tmux_bin=self.require())
+            server.client_env = self.env
+            self._server = server
+        return self._server
+
+    def _exec(self, args: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        """One tmux invocation of these words, as they are, through libtmux."""
+        import libtmux.exc
+
+        try:
+            out = self.server.cmd(*args)
+        except (libtmux.exc.LibTmuxException, OSError) as exc:
+            raise TmuxjailError(f"tmux {args[0]}: {exc or type(exc).__name__}") from None
+        proc = subprocess.CompletedProcess(
+            args, out.returncode, "".join(f"{line}\n" for line in out.stdout),
+            "".join(f"{line}\n" for line in out.stderr))
         if check and proc.returncode != 0:
             msg = (proc.stderr or proc.stdout).strip().splitlines()
             raise TmuxjailError(f"tmux {args[0]}: {msg[-1] if msg else 'failed'}")
         return proc
 
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """A tmux command, or several separated by `;` words; any other word is data."""
+        return self._exec([a if a == ";" else tmux_word(a) for a in args], check=check)
+
+    def run_detached(self, *args: str) -> None:
+        """A tmux command that blocks its client until the user is done (display-popup), without
+        waiting for it: a child process in a session of its own, with no terminal, runs it."""
+        self.require()
+        if os.fork() != 0:
+            return
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            self.run(*args, check=False)
+        finally:
+            os._exit(0)
+
     def version(self) -> str:
-        out = subprocess.run([self.require(), "-V"], capture_output=True, text=True)
-        return out.stdout.strip()
+        return self._exec(["-V"], check=False).stdout.strip()
 
     @staticmethod
     def first_line(proc: subprocess.CompletedProcess, what: str) -> str:
@@ -170,16 +277,16 @@ class Tmux:
         that exits at once, so a dead jail stays visible instead of taking its window with it.
         session_options (e.g. default-command) are set on the session only, in the same call."""
         target = f"={name}:"
-        args = ["new-session", "-d", "-s", name, "-c", start_dir(cwd), "-P", "-F", "#{pane_id}", *argv]
+        args = ["new-session", "-d", "-s", name, "-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id}", *map(W, argv)]
         for key, value in (session_options or {}).items():
-            args += [";", "set-option", "-t", target, key, value]
+            args += [";", "set-option", "-t", target, key, W(value)]
         # Pane hooks (pane-died) live on windows, not sessions: these go on the session's first
         # window, the agent's. tmux parses `command` when it is set.
         for hook, command in (hooks or {}).items():
-            args += [";", "set-hook", "-w", "-t", target, hook, command]
+            args += [";", "set-hook", "-w", "-t", target, hook, W(command)]
         args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
         args += self._option_args(target, options)
-        return self.first_line(self.run(*args), "new-session")
+        return self.first_line(self._exec(args), "new-session")
 
     def new_pane(self, how: str, target: str, argv: list[str], cwd: str, options: dict[str, str],
                  detach: bool = False, split: str = "v") -> str:
@@ -187,19 +294,20 @@ class Tmux:
         "window") or a split of the pane `target` (how = "split", split "h" or "v"). Its options
         are set on the pane only, so the other panes of that window and session stay ordinary."""
         if how == "window":
-            args = ["new-window", "-a", "-t", target]
+            args = ["new-window", "-a", "-t", W(target)]
         else:
-            args = ["split-window", "-h" if split == "h" else "-v", "-t", target]
-        args += [*(["-d"] if detach else []), "-c", start_dir(cwd), "-P", "-F", "#{pane_id}", *argv]
-        pane = self.first_line(self.run(*args), args[0])
-        # A second call: tmux cannot target the new pane later in the same command list. The
-        # launcher takes tens of milliseconds before it can fail, so the pane is still there.
-        rest = ["set-option", "-p", "-t", pane, "remain-on-exit", "on",
-                ";", "set-option", "-p", "-t", pane, "allow-passthrough", "off"]
+            args = ["split-window", "-h" if split == "h" else "-v", "-t", W(target)]
+        args += ["-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id}", *map(W, argv)]
+        # Not -d: the new pane becomes the command list's current pane, so the options below
+        # land on it in this same tmux command, before tmux can reap a command that exits at
+        # once; then the previous window or pane is selected again if asked.
+        args += [";", "set-option", "-p", "remain-on-exit", "on",
+                 ";", "set-option", "-p", "allow-passthrough", "off"]
         for key, value in options.items():
-            rest += [";", "set-option", "-p", "-t", pane, key, value]
-        self.run(*rest, check=False)
-        return pane
+            args += [";", "set-option", "-p", key, W(value)]
+        if detach:
+            args += [";", "last-window" if how == "window" else "last-pane"]
+        return self.first_line(self._exec(args), args[0])
 
     def switch_client(self, client: str | None, target: str) -> None:
         self.run("switch-client", *(["-c", client] if client else []), "-t", target)
@@ -228,14 +336,14 @@ class Tmux:
         args = [";", "set-option", "-q", "-w", "-t", target, "allow-passthrough", "off"]
         for key, value in options.items():
             if target.startswith("="):  # a session tmuxjail owns: the session carries them too
-                args += [";", "set-option", "-t", target, key, value]
-            args += [";", "set-option", "-p", "-t", target, key, value]
+                args += [";", "set-option", "-t", target, key, W(value)]
+            args += [";", "set-option", "-p", "-t", target, key, W(value)]
         return args
 
     def respawn(self, pane: str, argv: list[str], cwd: str, options: dict[str, str]) -> None:
-        args = ["respawn-pane", "-k", "-t", pane, "-c", start_dir(cwd), *argv]
+        args = ["respawn-pane", "-k", "-t", W(pane), "-c", W(start_dir(cwd)), *map(W, argv)]
         args += self._option_args(pane, options)
-        self.run(*args)
+        self._exec(args)
 
     def panes(self) -> list[Pane]:
         if not self.binary or not os.path.exists(self.socket):
@@ -271,3 +379,14 @@ class Tmux:
         if self.inside and self.inside.split(",")[0] == self.socket:
             return [self.require(), *self.base, "switch-client", "-t", f"={name}"]
         return [self.require(), *self.base, "attach-session", "-t", f"={name}"]
+
+
+def hand_over(argv: list[str]) -> int:
+    """Run an argv from `attach_argv`. switch-client goes through libtmux and returns its exit
+    status. attach-session replaces this process with an interactive tmux client (libtmux cannot
+    hand a terminal over), with this process's environment, as the user's own `tmux attach`."""
+    if argv[3:4] == ["switch-client"] and argv[1] in ("-L", "-S"):
+        where = {"socket_name" if argv[1] == "-L" else "socket_path": argv[2]}
+        return Tmux(**where).run(*argv[3:], check=False).returncode
+    os.execv(argv[0], argv)
+

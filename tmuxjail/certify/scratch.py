@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TmuxjailError, UsageError
-from ..tmux import default_socket
+from ..tmux import Tmux, default_socket
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter, Certification
@@ -166,8 +166,7 @@ class Run:
         return self.ws / ".certify" / f"probe-{mode}.txt"
 
     def tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True,
-                              env=self.env, check=False).stdout
+        return Tmux(socket_name=self.sock, env=self.env).run(*args, check=False).stdout
 
     def screen(self, pane: str) -> str:
         return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", pane)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import traceback
 from importlib import import_module
@@ -275,11 +274,11 @@ def _attach(result: dict, json_out: bool) -> None:
             print(f"attach with: {' '.join(argv[:1] + argv[1:])}")
         return
     sys.stdout.flush()
-    if "switch-client" in argv:  # inside tmux: a session with no attached client has none to switch
-        if subprocess.run(argv, capture_output=True).returncode != 0:
-            print(f"no attached tmux client to switch; attach with: {' '.join(argv[:-3] + ['attach', *argv[-2:]])}")
-        return
-    os.execv(argv[0], argv)
+    from ..tmux import hand_over
+
+    # inside tmux: a session with no attached client has none to switch (attach execs instead)
+    if hand_over(argv) != 0:
+        print(f"no attached tmux client to switch; attach with: {' '.join(argv[:-3] + ['attach', *argv[-2:]])}")
 
 
 def bring(tmux: Tmux, res: Result, args, json_out: bool) -> None:
