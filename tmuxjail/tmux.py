@@ -360,6 +360,25 @@ class Tmux:
                 out.append(Pane(*parts))
         return out
 
+    def objects(self, session: str | None, pane: str | None) -> tuple[libtmux.Session | None, libtmux.Pane | None]:
+        """libtmux's Session (by exact name) and Pane (by id) on this server, None for either
+        that does not exist (any more)."""
+        if not self.binary or not os.path.exists(self.socket):
+            return None, None
+        import libtmux.exc
+        from libtmux.pane import Pane as LibtmuxPane
+
+        found_pane = None
+        if pane:
+            try:
+                found_pane = LibtmuxPane.from_pane_id(server=self.server, pane_id=pane)
+            except libtmux.exc.LibTmuxException:
+                pass
+        found_session = None
+        if session:
+            found_session = self.server.sessions.get(session_name=session, default=None)
+        return found_session, found_pane
+
     def pane_option(self, pane: str, option: str) -> str:
         proc = self.run("display-message", "-p", "-t", pane, f"#{{{option}}}", check=False)
         return proc.stdout.strip() if proc.returncode == 0 else ""

@@ -1,0 +1,131 @@
+"""A Python API for programs that drive agents with libtmux: start a jailed CLI, resume it, list
+and stop jails, and get libtmux `Session` and `Pane` objects back to keep going with.
+
+    import libtmux
+    from tmuxjail import api
+
+    server = libtmux.Server(socket_name="agents")
+    jail = api.start("codex", workspace="/src/app", mode="isolated", server=server)
+    jail.pane.send_keys("explain this repository")
+
+Every call runs what the CLI command of the same name runs (tmuxjail.sessions and
+tmuxjail.listing), never attaches a terminal and never asks a question. Refusals and errors are
+the CLI's exceptions, re-exported here, each with a one-line `message`, a `hint` and the exit
+`code` the CLI would use (UsageError 2, ResumeRefused 3, NotApproved 4, SandboxUnavailable 5,
+TmuxjailError 1).
+
+The libtmux objects in a result belong to tmuxjail's own Server for that socket, which runs each
+tmux command with os.environ narrowed to the tmux client variables (no credential reaches the
+tmux server); meanwhile other threads see the narrowed environment too.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import types
+import typing as t
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from . import listing, log, sessions
+from . import paths as paths_mod
+from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, TmuxjailError, UsageError
+from .tmux import Tmux
+
+if t.TYPE_CHECKING:
+    import libtmux
+
+__all__ = ["ConfigError", "Jail", "NotApproved", "ResumeRefused", "SandboxUnavailable", "TmuxjailError",
+           "UsageError", "list", "resume", "start", "stop"]
+
+
+@dataclass(frozen=True)
+class Jail:
+    """One jailed session as `tmuxjail list --json` describes it, with its libtmux objects."""
+
+    name: str
+    id: str
+    provider: str
+    mode: str | None
+    status: str | None
+    fingerprint: str | None
+    workspace: str
+    tmux_socket: str | None
+    tmux_session: str | None
+    pane_id: str | None
+    session: libtmux.Session | None = field(repr=False, compare=False)
+    pane: libtmux.Pane | None = field(repr=False, compare=False)
+    record: Mapping[str, t.Any] = field(repr=False, compare=False)  # the whole JSON row
+
+
+def _context(server: libtmux.Server | None, socket_name: str | None, socket_path: str | None) -> sessions.Context:
+    if server is not None:
+        if socket_name or socket_path:
+            raise UsageError("give either a libtmux server or a socket, not both")
+        socket_name = getattr(server, "socket_name", None)
+        socket_path = getattr(server, "socket_path", None)
+        socket_path = str(socket_path) if socket_path else None
+    if why := paths_mod.home_problem(os.environ):
+        raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
+                            hint=paths_mod.HOME_FIX)
+    ctx = sessions.Context(tmux=Tmux(socket_name, socket_path))
+    log.setup(ctx.paths.log_file, False)
+    return ctx
+
+
+def _jail(ctx: sessions.Context, row: Mapping[str, t.Any]) -> Jail:
+    socket = row.get("tmux_socket")
+    tmux = Tmux.at(socket, ctx.env) if socket and socket != ctx.tmux.socket else ctx.tmux
+    live = row.get("status") not in ("stopped", "gone")
+    session, pane = tmux.objects(row.get("tmux_session"), row.get("tmux_pane")) if live else (None, None)
+    return Jail(name=row["name"], id=row["id"], provider=row["provider"], mode=row.get("mode"),
+                status=row.get("status"), fingerprint=row.get("fingerprint"), workspace=row["workspace"],
+                tmux_socket=socket, tmux_session=row.get("tmux_session"), pane_id=row.get("tmux_pane"),
+                session=session, pane=pane, record=types.MappingProxyType(dict(row)))
+
+
+def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
+          workspaces: Sequence[str | os.PathLike[str]] = (), mode: str | None = None, name: str | None = None,
+          args: Sequence[str] = (), env_name: str = "default", capabilities: Sequence[str] = (),
+          network: str | None = None, server: libtmux.Server | None = None, socket_name: str | None = None,
+          socket_path: str | None = None) -> Jail:
+    """Start `provider` in a new jailed tmux session and return once its jail runs (as
+    `tmuxjail start --detach --non-interactive`). The server: `server`, or -L `socket_name` /
+    -S `socket_path`, else the one this process is in, else the default. `workspace` defaults to
+    the current directory; `args` go to the CLI."""
+    ctx = _context(server, socket_name, socket_path)
+    spaces = tuple(os.fspath(w) for w in ([workspace] if workspace is not None else []) + builtins.list(workspaces))
+    opts = sessions.StartOptions(
+        provider=provider, mode=mode, workspaces=spaces, name=name, env_name=env_name,
+        capabilities=tuple(capabilities), detach=True, non_interactive=True, args=tuple(args), network=network)
+    return _jail(ctx, sessions.start(ctx, opts))
+
+
+def resume(name: str, *, accept_changes: bool = False, server: libtmux.Server | None = None,
+           socket_name: str | None = None, socket_path: str | None = None) -> Jail:
+    """Resume a session on the server it runs on, if its policy fingerprint still matches
+    (else ResumeRefused with `data["reasons"]`), as `tmuxjail resume --detach`."""
+    ctx = _context(server, socket_name, socket_path)
+    return _jail(ctx, sessions.resume(ctx, name, detach=True, accept_changes=accept_changes))
+
+
+def stop(name: str, *, server: libtmux.Server | None = None, socket_name: str | None = None,
+         socket_path: str | None = None) -> Jail:
+    """Stop a session (kill its jail's tmux session or panes), as `tmuxjail stop`."""
+    ctx = _context(server, socket_name, socket_path)
+    return _jail(ctx, sessions.stop(ctx, name))
+
+
+def list(*, all: bool = False, server: libtmux.Server | None = None, socket_name: str | None = None,  # noqa: A001,A002
+         socket_path: str | None = None) -> builtins.list[Jail]:
+    """The jails tmuxjail knows (stopped ones too with all=True), one per session, as
+    `tmuxjail list --json` shows their own rows; with a server or socket, only those on it."""
+    ctx = _context(server, socket_name, socket_path)
+    only = ctx.tmux.socket if (server is not None or socket_name or socket_path) else None
+    out, seen = [], set()
+    for row in listing.public(listing.rows(ctx, include_stopped=all, activity=False, server=only)):
+        if row["id"] not in seen:  # the session's own row comes first; then its other panes
+            seen.add(row["id"])
+            out.append(_jail(ctx, row))
+    return out
