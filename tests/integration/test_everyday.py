@@ -300,8 +300,11 @@ def test_tmux_server_killed_during_start_says_so(jail_env):
     env = jail_env
     # A tmux that kills its server right after new-session: the pane never gets to start the jail.
     wrapper = env.bin / "tmux"
-    wrapper.write_text('#!/bin/sh\n[ "$1" != -u ] || shift\nout=$(/usr/bin/tmux "$@"); rc=$?\n'
-                       'case " $* " in *" new-session "*) /usr/bin/tmux "$1" "$2" kill-server;; esac\n'
+    # The server flag as `-L NAME` or (libtmux) `-LNAME`, with -u before or after it.
+    wrapper.write_text('#!/bin/sh\nout=$(/usr/bin/tmux "$@"); rc=$?\nsock=; prev=\n'
+                       'for a in "$@"; do case "$prev" in -L|-S) sock="$prev $a";; esac; '
+                       'case "$a" in -L?*|-S?*) sock=$a;; esac; prev=$a; done\n'
+                       'case " $* " in *" new-session "*) /usr/bin/tmux $sock kill-server;; esac\n'
                        'printf "%s\\n" "$out"; exit $rc\n')
     wrapper.chmod(0o755)
     proc = env.run("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "k", "--detach")
