@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import os
+import resource
 import secrets
 import shutil
 import statistics
@@ -176,9 +176,9 @@ def main() -> int:
     try:
         env = w.env
         for _ in range(a.runs):  # import cost, same interpreter
-            add("python -c pass | python -c 'import libtmux'", "before (no libtmux)", timed([py_new, "-c", "pass"], env))
-            add("python -c pass | python -c 'import libtmux'", "after (libtmux)",
-                timed([py_new, "-c", "import libtmux"], env))
+            what = "python -c pass | python -c 'import libtmux'"
+            add(what, "before (no libtmux)", timed([py_new, "-c", "pass"], env))
+            add(what, "after (libtmux)", timed([py_new, "-c", "import libtmux"], env))
         imp = subprocess.run([py_new, "-X", "importtime", "-c", "import libtmux"], env=env, capture_output=True,
                              text=True).stderr.splitlines()
         libtmux_us = next(int(line.split("|")[1]) for line in reversed(imp) if line.rstrip().endswith("| libtmux"))

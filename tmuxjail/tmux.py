@@ -91,7 +91,9 @@ def server_class() -> type[libtmux.Server]:
         import libtmux
 
         class JailServer(libtmux.Server):
-            client_env: Mapping[str, str] = {}
+            def __init__(self, *args: t.Any, client_env: Mapping[str, str], **kwargs: t.Any) -> None:
+                self.client_env = client_env
+                super().__init__(*args, **kwargs)
 
             def cmd(self, cmd: str, *args: t.Any, target: str | int | None = None) -> t.Any:
                 # -u: the bytes as they are under any locale; under LC_ALL=C tmux prints `_` for
@@ -197,11 +199,9 @@ class Tmux:
         if self._server is None:
             cls = server_class()
             if self.base[0] == "-S":
-                server = cls(socket_path=self.base[1], tmux_bin=self.require())
+                self._server = cls(socket_path=self.base[1], tmux_bin=self.require(), client_env=self.env)
             else:
-                server = cls(socket_name=self.base[1], tmux_bin=self.require())
-            server.client_env = self.env
-            self._server = server
+                self._server = cls(socket_name=self.base[1], tmux_bin=self.require(), client_env=self.env)
         return self._server
 
     def _exec(self, args: list[str], check: bool = True) -> subprocess.CompletedProcess:
@@ -405,7 +405,7 @@ def hand_over(argv: list[str]) -> int:
     status. attach-session replaces this process with an interactive tmux client (libtmux cannot
     hand a terminal over), with this process's environment, as the user's own `tmux attach`."""
     if argv[3:4] == ["switch-client"] and argv[1] in ("-L", "-S"):
-        where = {"socket_name" if argv[1] == "-L" else "socket_path": argv[2]}
-        return Tmux(**where).run(*argv[3:], check=False).returncode
+        tmux = Tmux(socket_name=argv[2]) if argv[1] == "-L" else Tmux(socket_path=argv[2])
+        return tmux.run(*argv[3:], check=False).returncode
     os.execv(argv[0], argv)
 
