@@ -30,7 +30,14 @@ from dataclasses import dataclass, field
 
 from . import listing, log, sessions
 from . import paths as paths_mod
-from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, TmuxjailError, UsageError
+from .errors import (
+    ConfigError,
+    NotApproved,
+    ResumeRefused,
+    SandboxUnavailable,
+    TmuxjailError,
+    UsageError,
+)
 from .tmux import Tmux
 
 if t.TYPE_CHECKING:
@@ -117,7 +124,7 @@ def stop(name: str, *, server: libtmux.Server | None = None, socket_name: str | 
     return _jail(ctx, sessions.stop(ctx, name))
 
 
-def list(*, all: bool = False, server: libtmux.Server | None = None, socket_name: str | None = None,  # noqa: A001,A002
+def list(*, all: bool = False, server: libtmux.Server | None = None, socket_name: str | None = None,
          socket_path: str | None = None) -> builtins.list[Jail]:
     """The jails tmuxjail knows (stopped ones too with all=True), one per session, as
     `tmuxjail list --json` shows their own rows; with a server or socket, only those on it."""

@@ -107,7 +107,7 @@ def test_list_stop_resume_and_typed_errors(orchestrator):
 def test_the_readme_example_runs(orchestrator):
     env = orchestrator
     text = README.read_text()
-    block = re.search(r"<!-- api-example -->\s*```python\n(.*?)```", text, re.S)
+    block = re.search(r"<!-- api-example -->\s*```python\n(.*?)```", text, re.DOTALL)
     assert block, "README: the api example block is gone"
     code = block.group(1)
     assert code.count('socket_name="agents"') == 1
