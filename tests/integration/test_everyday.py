@@ -302,7 +302,7 @@ def test_tmux_server_killed_during_start_says_so(jail_env):
     wrapper = env.bin / "tmux"
     # The server flag as `-L NAME` or (libtmux) `-LNAME`, with -u before or after it.
     wrapper.write_text('#!/bin/sh\nout=$(/usr/bin/tmux "$@"); rc=$?\nsock=; prev=\n'
-                       'for a in "$@"; do case "$prev" in -L|-S) sock="$prev $a";; esac; '
+                       'for a in "$@"; do [ -z "$sock" ] || break; case "$prev" in -L|-S) sock="$prev $a";; esac; '
                        'case "$a" in -L?*|-S?*) sock=$a;; esac; prev=$a; done\n'
                        'case " $* " in *" new-session "*) /usr/bin/tmux $sock kill-server;; esac\n'
                        'printf "%s\\n" "$out"; exit $rc\n')
