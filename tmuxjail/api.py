@@ -8,8 +8,8 @@ and stop jails, and get libtmux `Session` and `Pane` objects back to keep going 
     jail = api.start("codex", workspace="/src/app", mode="isolated", server=server)
     jail.pane.send_keys("explain this repository")
 
-Every call runs what the CLI command of the same name runs (tmuxjail.sessions and
-tmuxjail.listing), never attaches a terminal and never asks a question. Refusals and errors are
+Every call runs what the CLI command of the same name runs (tmuxjail.commands and
+tmuxjail.status), never attaches a terminal and never asks a question. Refusals and errors are
 the CLI's exceptions, re-exported here, each with a one-line `message`, a `hint` and the exit
 `code` the CLI would use (UsageError 2, ResumeRefused 3, NotApproved 4, SandboxUnavailable 5,
 TmuxjailError 1).
@@ -28,8 +28,12 @@ import typing as t
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from . import listing, log, sessions
+from . import listing, log, plan, status
 from . import paths as paths_mod
+from .commands.resume import resume as resume_command
+from .commands.start import start as start_command
+from .commands.stop import stop as stop_command
+from .context import Context
 from .errors import (
     ConfigError,
     NotApproved,
@@ -66,7 +70,7 @@ class Jail:
     record: Mapping[str, t.Any] = field(repr=False, compare=False)  # the whole JSON row
 
 
-def _context(server: libtmux.Server | None, socket_name: str | None, socket_path: str | None) -> sessions.Context:
+def _context(server: libtmux.Server | None, socket_name: str | None, socket_path: str | None) -> Context:
     if server is not None:
         if socket_name or socket_path:
             raise UsageError("give either a libtmux server or a socket, not both")
@@ -76,12 +80,12 @@ def _context(server: libtmux.Server | None, socket_name: str | None, socket_path
     if why := paths_mod.home_problem(os.environ):
         raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
                             hint=paths_mod.HOME_FIX)
-    ctx = sessions.Context(tmux=Tmux(socket_name, socket_path))
+    ctx = Context(tmux=Tmux(socket_name, socket_path))
     log.setup(ctx.paths.log_file, False)
     return ctx
 
 
-def _jail(ctx: sessions.Context, row: Mapping[str, t.Any]) -> Jail:
+def _jail(ctx: Context, row: Mapping[str, t.Any]) -> Jail:
     socket = row.get("tmux_socket")
     tmux = Tmux.at(socket, ctx.env) if socket and socket != ctx.tmux.socket else ctx.tmux
     live = row.get("status") not in ("stopped", "gone")
@@ -103,10 +107,10 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
     the current directory; `args` go to the CLI."""
     ctx = _context(server, socket_name, socket_path)
     spaces = tuple(os.fspath(w) for w in ([workspace] if workspace is not None else []) + builtins.list(workspaces))
-    opts = sessions.StartOptions(
+    opts = plan.StartOptions(
         provider=provider, mode=mode, workspaces=spaces, name=name, env_name=env_name,
         capabilities=tuple(capabilities), detach=True, non_interactive=True, args=tuple(args), network=network)
-    return _jail(ctx, sessions.start(ctx, opts))
+    return _jail(ctx, start_command(ctx, opts))
 
 
 def resume(name: str, *, accept_changes: bool = False, server: libtmux.Server | None = None,
@@ -114,14 +118,14 @@ def resume(name: str, *, accept_changes: bool = False, server: libtmux.Server | 
     """Resume a session on the server it runs on, if its policy fingerprint still matches
     (else ResumeRefused with `data["reasons"]`), as `tmuxjail resume --detach`."""
     ctx = _context(server, socket_name, socket_path)
-    return _jail(ctx, sessions.resume(ctx, name, detach=True, accept_changes=accept_changes))
+    return _jail(ctx, resume_command(ctx, name, detach=True, accept_changes=accept_changes))
 
 
 def stop(name: str, *, server: libtmux.Server | None = None, socket_name: str | None = None,
          socket_path: str | None = None) -> Jail:
     """Stop a session (kill its jail's tmux session or panes), as `tmuxjail stop`."""
     ctx = _context(server, socket_name, socket_path)
-    return _jail(ctx, sessions.stop(ctx, name))
+    return _jail(ctx, stop_command(ctx, name))
 
 
 def list(*, all: bool = False, server: libtmux.Server | None = None, socket_name: str | None = None,
@@ -131,7 +135,7 @@ def list(*, all: bool = False, server: libtmux.Server | None = None, socket_name
     ctx = _context(server, socket_name, socket_path)
     only = ctx.tmux.socket if (server is not None or socket_name or socket_path) else None
     out, seen = [], set()
-    for row in listing.public(listing.rows(ctx, include_stopped=all, activity=False, server=only)):
+    for row in listing.public(status.rows(ctx, include_stopped=all, activity=False, server=only)):
         if row["id"] not in seen:  # the session's own row comes first; then its other panes
             seen.add(row["id"])
             out.append(_jail(ctx, row))

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The layers, top down. A module may import its own layer or any below it, never one above.
 LAYERS = {
     "tmuxjail.__main__": 5,
-    "tmuxjail.cli": 4, "tmuxjail.cli.app": 4,
+    "tmuxjail.cli": 4, "tmuxjail.cli.app": 4, "tmuxjail.api": 4,  # api: an entry point, as the CLI
     "tmuxjail.commands": 3, "tmuxjail.menu": 3, "tmuxjail.discover.cli": 3, "tmuxjail.discover.run": 3,
     "tmuxjail.jail": 2,
     "tmuxjail.plan": 1, "tmuxjail.status": 1,

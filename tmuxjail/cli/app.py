@@ -14,7 +14,7 @@ from ..commands import Call
 from ..errors import TmuxjailError
 from ..registry import CERTIFIABLE, MODES, PROVIDERS
 from ..render import Result, error, fail, out
-from ..tmux import Tmux
+from ..tmux import Tmux, hand_over
 
 EPILOG = """examples:
   tmuxjail start shell --mode isolated             a jailed login shell with a private home
@@ -274,8 +274,6 @@ def _attach(result: dict, json_out: bool) -> None:
             print(f"attach with: {' '.join(argv[:1] + argv[1:])}")
         return
     sys.stdout.flush()
-    from ..tmux import hand_over
-
     # inside tmux: a session with no attached client has none to switch (attach execs instead)
     if hand_over(argv) != 0:
         print(f"no attached tmux client to switch; attach with: {' '.join(argv[:-3] + ['attach', *argv[-2:]])}")
