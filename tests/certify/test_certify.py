@@ -73,6 +73,19 @@ def names(checks: dict, prefix: str) -> list[str]:
     return [n for n in checks if n.startswith(prefix)]
 
 
+ASKED = "network: what the CLI asked the proxy for at start (offline the attempt is the evidence)"
+
+
+def asked(checks: dict, mode: str) -> set[str]:
+    """Strict modes run through the session's proxy: the hosts the CLI asked it for (issue 15)."""
+    if mode == "compatibility":
+        assert ASKED not in checks
+        return set()
+    assert checks[ASKED]["ok"] and checks["network: nothing outside the allow list went through"]["ok"]
+    seen = checks[ASKED]["observed"]
+    return set() if seen == "nothing" else {d["host"] for d in seen}
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_certify_codex(tmp_path, mode):
     checks = certify(tmp_path, "codex", mode, installed_bin("codex"))
@@ -86,6 +99,7 @@ def test_certify_codex(tmp_path, mode):
         # codex-linux-sandbox link exists because the scratch HOME is not inside TMPDIR).
         assert checks["codex: its own bwrap nests inside ours"]["observed"]["nested"] is True
     assert checks["state written"]["ok"] and ".codex/installation_id" in checks["state written"]["observed"]["files"]
+    assert mode == "compatibility" or asked(checks, mode)  # its TUI start asks for chatgpt.com, GitHub, ...
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -97,6 +111,7 @@ def test_certify_claude_code(tmp_path, mode):
     assert checks["claude: `-p --resume <id>` finds the conversation inside the jail"]["ok"]
     if mode == "isolated":
         assert checks["claude: CLAUDE_CONFIG_DIR and CLAUDE_CODE_TMPDIR in the private home"]["ok"]
+    assert mode == "compatibility" or "api.anthropic.com" in asked(checks, mode)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -104,6 +119,7 @@ def test_certify_pi(tmp_path, mode):
     checks = certify(tmp_path, "pi", mode, installed_bin("pi"))
     assert checks["pi: PI_OFFLINE=1 reaches the CLI"]["ok"]
     assert checks["child: state dir ~/.pi/agent writable"]["ok"]
+    assert asked(checks, mode) == set()  # PI_OFFLINE=1: not one attempt
 
 
 @pytest.mark.parametrize("mode", MODES)

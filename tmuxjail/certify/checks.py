@@ -30,6 +30,7 @@ class Trial:
     nested: bool | None = None  # codex: its own bwrap ran nested in ours
     probe_names: list[str] = field(default_factory=list)  # sessions started for the child process
     child_sid: str | None = None
+    destinations: list[dict[str, Any]] | None = None  # what the CLI asked the proxy for (strict modes)
     state_base: Path = Path()
     tokens: dict[str, str | None] = field(default_factory=dict)
 

@@ -150,7 +150,9 @@ class Run:
               extra_env: dict[str, str] | None = None) -> dict[str, Any]:
         """`tmuxjail start` of this run's CLI (or `provider`) in the scratch workspace, detached."""
         return self.tj_json("start", provider or self.provider, "--mode", mode, "--workspace", str(self.ws),
-                            "--name", name, "--detach", "--json", *(("--", *args) if args else ()),
+                            "--name", name, "--detach", "--json",
+                            *(("--network", "proxy") if mode != "compatibility" else ()),  # strict: via the proxy
+                            *(("--", *args) if args else ()),
                             check=check, extra_env=extra_env)
 
     def start_child(self, mode: str, name: str, args: list[str], out: Path, extra_env: dict[str, str]) -> str:

@@ -3,6 +3,7 @@ goes on the Trial. Provider quirks come in through quirks.at()."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -10,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..netpolicy import covers
+from ..netproxy import LOG_NAME, session_dir
 from . import quirks
 from .checks import Check, Trial, check, excerpt, hashes, parse_report
 from .scratch import OWN_DIRS, PROBE_TIMEOUT, Run, wait_file
@@ -53,6 +56,44 @@ def first_screen(run: Run, t: Trial) -> list[Check]:
                         {"pane_process": comm or "exited (seen running under bwrap)",
                          "cli": proc[0] if proc else None, "cwd": proc[1] if proc else None}))
     return checks + quirks.at(run, t, "started")
+
+
+def network(run: Run, t: Trial) -> list[Check]:
+    """Strict modes go out through the session's proxy: what the CLI asked it for at start (host,
+    port, decision, rule; offline the attempt is the evidence), and nothing outside the allow list
+    went through."""
+    if t.mode == "compatibility":
+        return []
+    t.destinations = destinations(run, t.info)
+    allow = (run.tj_json("show", t.name, "--json").get("policy") or {}).get("allow_domains", [])
+    through = [d for d in t.destinations if d["decision"] == "allowed" and not allowed_by(d["host"], allow)]
+    return [check("network: what the CLI asked the proxy for at start (offline the attempt is the evidence)",
+                  True, t.destinations or "nothing"),
+            check("network: nothing outside the allow list went through", not through,
+                  {"allow_domains": allow, "outside": through})]
+
+
+def allowed_by(host: str, patterns: list[str]) -> bool:
+    return any(covers(p, host) for p in patterns)
+
+
+def destinations(run: Run, info: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each destination the CLI asked the session's proxy for, from its log, with how often."""
+    path = Path(session_dir(str(run.home / ".local/state/tmuxjail/store.db"), info["id"]), LOG_NAME)
+    time.sleep(1.0)  # a request the first screen did not wait for
+    seen: dict[tuple[str, int, str, str], int] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            e = json.loads(line)
+            key = (e["host"], e["port"], e["decision"], e["rule"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        seen[key] = seen.get(key, 0) + 1
+    return [{"host": h, "port": p, "decision": d, "rule": r, "times": n} for (h, p, d, r), n in seen.items()]
 
 
 def child(run: Run, t: Trial) -> list[Check]:
@@ -184,7 +225,7 @@ def resume(run: Run, t: Trial) -> list[Check]:
 
 
 STEPS: tuple[Callable[[Run, Trial], list[Check]], ...] = (
-    approve, start, first_screen, child, state, second_run, resume)
+    approve, start, first_screen, network, child, state, second_run, resume)
 
 
 def certify_mode(run: Run, mode: str) -> dict[str, Any]:
@@ -194,4 +235,4 @@ def certify_mode(run: Run, mode: str) -> dict[str, Any]:
         checks += step(run, t)
         if t.stopped:
             return {"mode": mode, "ok": False, "checks": checks}
-    return {"mode": mode, "ok": all(c["ok"] for c in checks), "checks": checks}
+    return {"mode": mode, "ok": all(c["ok"] for c in checks), "checks": checks, "destinations": t.destinations}
