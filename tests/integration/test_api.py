@@ -78,7 +78,7 @@ def test_a_jailed_shell_driven_with_send_keys(orchestrator):
 
 def test_list_stop_resume_and_typed_errors(orchestrator):
     env, server = orchestrator, orchestrator.server
-    api.start("codex", workspace=env.ws, name="a", server=server, mode="isolated")
+    a = api.start("codex", workspace=env.ws, name="a", server=server, mode="isolated")
     listed = {j.name: j for j in api.list(server=server)}
     assert set(listed) == {"a"} and listed["a"].status == "running" and listed["a"].pane is not None
     assert api.list(socket_name=env.socket) == []  # another server: none of its jails
@@ -88,8 +88,8 @@ def test_list_stop_resume_and_typed_errors(orchestrator):
     assert stopped.status == "stopped" and stopped.pane is None and stopped.session is None
     assert not server.has_session("a")
     assert api.list(server=server) == [] and [j.name for j in api.list(all=True)] == ["a"]
-    # Not resumed after stop here: the launcher refuses a row still marked stopped, and resume marks
-    # it starting only after the pane exists (a race in resume itself, seen with the CLI's code).
+    again = api.resume("a")
+    assert again.status == "running" and again.session is not None and again.fingerprint == a.fingerprint
 
     with pytest.raises(api.UsageError) as bad:
         api.resume("no-such-session")

@@ -71,15 +71,28 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     with jail.spec_discarded_on_failure(spec):
         options = jail.options(row.id, pol, fp)
         argv = jail.pane_argv(fp, spec.path)
-        if jailed:
-            ctx.tmux.respawn(jailed[0].pane_id, argv, r["workspaces"][0], options)
-            pane = jailed[0].pane_id
-        else:
-            pane = ctx.tmux.new_session(row.tmux_session, argv, r["workspaces"][0], options,
-                                        session_options=jail.session_options(row.id, fp),
-                                        hooks=jail.session_hooks(row.id, pol))
+        if row.status == "stopped":
+            # Before the pane exists: its launcher refuses a session the store still calls stopped.
+            store.update_session(row.id, status="starting")
+        try:
+            pane = _relaunch(ctx, row, jailed, argv, options, pol, fp)
+        except BaseException:
+            if row.status == "stopped":
+                store.update_session(row.id, status="stopped")
+            raise
         store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
         return jail.settle(ctx, row.id, row.tmux_session, pane, spec, "resume", pol, fp, detach)
+
+
+def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str) -> str:
+    """The new pane: respawned in place of the dead one, or in a new tmux session."""
+    r = row.request_data
+    if jailed:
+        ctx.tmux.respawn(jailed[0].pane_id, argv, r["workspaces"][0], options)
+        return str(jailed[0].pane_id)
+    return str(ctx.tmux.new_session(row.tmux_session, argv, r["workspaces"][0], options,
+                                    session_options=jail.session_options(row.id, fp),
+                                    hooks=jail.session_hooks(row.id, pol)))
 
 
 def _accept_changes(ctx: Context, row, fp: str, pol: Policy, reasons: list[str], detach: bool) -> dict:
