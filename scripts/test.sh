@@ -27,10 +27,17 @@ TJ_BEFORE=$(ls "/tmp/tmux-$(id -u)" 2>/dev/null | grep -c "^tjtest-" || true); e
 # The gates come first: ruff and mypy with zero findings (their settings: pyproject.toml).
 gates='.venv/bin/ruff check . && .venv/bin/mypy'
 root=0
+mutate() {
+  if [ -n "${TMUXJAIL_NO_MUTATE:-}" ]; then
+    echo "test.sh: the fast mutation run is skipped (TMUXJAIL_NO_MUTATE is set)"
+  else
+    .venv/bin/python scripts/mutate.py --fast --no-baseline
+  fi
+}
 # Then every guard pinned: remove each fast guard in turn and check its tests go red
 # (guards/registry.toml; the suite just passed: no need to run it again unmutated).
 sh -c "$gates" && .venv/bin/pytest -q -p no:cacheprovider tests "$@" && sh -c "$no_leftovers" \
-  && .venv/bin/python scripts/mutate.py --fast --no-baseline || root=$?
+  && mutate || root=$?
 
 user_run=skipped
 if [ "$(id -u)" -eq 0 ] && [ -z "${TMUXJAIL_NO_USER_RUN:-}" ]; then
