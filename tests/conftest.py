@@ -209,3 +209,19 @@ def furnish(env):
         assert n == 1
     env.unchanged = unchanged
     return env
+
+
+def _tmux_reads_utf8() -> bool:
+    """Whether tmux, started with this environment, prints non-ASCII: libtmux's object queries
+    (Session/Pane lookups) split tmux's output on a non-ASCII separator and run tmux without -u,
+    so under LC_ALL=C they fail inside libtmux itself. tmuxjail's own tmux calls pass -u."""
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        value = os.environ.get(name)
+        if value:
+            return "utf-8" in value.lower() or "utf8" in value.lower()
+    return False
+
+
+LIBTMUX_OBJECTS = pytest.mark.skipif(
+    not _tmux_reads_utf8(), reason="libtmux's Session/Pane queries need a UTF-8 locale (under LC_ALL=C "
+    "tmux prints its non-ASCII field separator as '_'); tmuxjail's own tmux calls pass -u")

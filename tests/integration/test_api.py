@@ -12,10 +12,11 @@ from pathlib import Path
 
 import libtmux
 import pytest
+from conftest import LIBTMUX_OBJECTS
 
 from tmuxjail import api, paths
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, LIBTMUX_OBJECTS]
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 

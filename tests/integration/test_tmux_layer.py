@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import LIBTMUX_OBJECTS
 
 from tmuxjail.tmux import Tmux
 
@@ -92,6 +93,7 @@ def test_a_server_tmuxjail_starts_inherits_no_credential(secret_environ):
     assert os.environ["OPENAI_API_KEY"] == SECRET  # narrowed for tmux only, then given back
 
 
+@LIBTMUX_OBJECTS
 def test_libtmux_objects_of_tmuxjails_server_pass_no_credential(secret_environ):
     """The libtmux Server tmuxjail hands out (the API returns its Sessions and Panes) narrows the
     environment for its own high-level methods too, including the one that starts the server."""
