@@ -19,6 +19,22 @@ STANDIN = Path(__file__).parent / "standins" / "standin.sh"
 STANDIN_NAMES = ("codex", "claude", "cursor-agent", "pi")
 
 
+def wait_until(pred, timeout: float = 10.0, what: str | None = None):
+    """Poll pred every 50 ms until it returns something truthy, and return that. At the deadline,
+    pred is asked once more; if still falsy, raise naming `what`, or (no `what`) return the falsy
+    value so the caller can `assert wait_until(...), detail`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    got = pred()
+    if not got and what is not None:
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    return got
+
+
 def have_jail() -> str | None:
     if not shutil.which("tmux"):
         return "tmux is not installed"
@@ -117,16 +133,12 @@ class Env:
 
     def report(self, name: str = "codex", ws: Path | None = None, timeout: float = 10) -> dict:
         path = (ws or self.ws) / f".standin-{name}.report"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if path.exists():
-                out: dict = {}
-                for line in path.read_text().splitlines():
-                    k, _, v = line.partition(": ")
-                    out.setdefault(k, []).append(v)
-                return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
-            time.sleep(0.05)
-        raise AssertionError(f"no stand-in report at {path}")
+        wait_until(path.exists, timeout, f"a stand-in report at {path}")
+        out: dict = {}
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(": ")
+            out.setdefault(k, []).append(v)
+        return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
 
     def clear_report(self, name: str = "codex") -> None:
         (self.ws / f".standin-{name}.report").unlink(missing_ok=True)

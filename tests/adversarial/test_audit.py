@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 from test_escapes import ALL, STRICT, Jail
 
 pytestmark = pytest.mark.adversarial
@@ -180,13 +181,6 @@ def _events(env, kind):
         db.close()
 
 
-def _wait(pred, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.mark.parametrize("mode", STRICT)
@@ -198,8 +192,8 @@ def test_a_strict_session_that_ends_audits_itself_and_list_flags_it(world, mode)
     assert jail.sh("mkdir -p r/.git && echo x > r/.git/HEAD && echo 'export A=1' > .envrc; echo ok").split() == ["ok"]
     env.tmux("send-keys", "-t", "=j:", "exit", "Enter")
     dead = lambda: env.tmux("display-message", "-p", "-t", "=j:", "#{pane_dead}").strip() == "1"  # noqa: E731
-    assert _wait(dead, 30), env.tmux("capture-pane", "-p", "-t", "=j:")
-    if not _wait(lambda: _events(env, "audit"), 30):
+    assert wait_until(dead, 30), env.tmux("capture-pane", "-p", "-t", "=j:")
+    if not wait_until(lambda: _events(env, "audit"), 30):
         # tmux 3.3a does not always fire pane-died (the pane shows dead, its process is never
         # reaped: README, "After a session"). The hook installed above is what it would run:
         # run that very text the way tmux runs a hook, and the session must still be audited.
@@ -207,7 +201,7 @@ def test_a_strict_session_that_ends_audits_itself_and_list_flags_it(world, mode)
         conf = env.root / "hook.conf"
         conf.write_text(stored + "\n")
         env.tmux("source-file", str(conf))
-        assert _wait(lambda: _events(env, "audit"), 30), "no audit stored by the hook's command"
+        assert wait_until(lambda: _events(env, "audit"), 30), "no audit stored by the hook's command"
     assert _events(env, "audit")[-1]["count"] == 2
     rows = env.json("list")
     assert rows[0]["audit"] == 2
@@ -276,6 +270,6 @@ def test_odd_interpreter_path_survives_tmux_parsing(jail_env, tmp_path):
     conf = tmp_path / "hook.conf"
     conf.write_text(stored + "\n")
     env.tmux("source-file", str(conf))
-    assert _wait(lambda: out.exists() and out.read_text().strip())
+    assert wait_until(lambda: out.exists() and out.read_text().strip(), 20)
     assert out.read_text().split() == ["-E", "-P", "-m", "tmuxjail", "_audit", "--id",
                                        "0123abcd-0000-4000-8000-0123456789ab"]

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")
@@ -67,13 +68,6 @@ def running(naps) -> list[int]:
     return out
 
 
-def _wait_for(pred, timeout=10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return bool(pred())
 
 
 
@@ -171,9 +165,9 @@ def test_processes_privileges_and_daemons(world, mode):
         echo end
     """)
     assert out.split() == ["end"], out
-    assert _wait_for(lambda: len(running(naps)) == 2), "the daemons did not start"
+    assert wait_until(lambda: len(running(naps)) == 2), "the daemons did not start"
     env.run("stop", "j", check=True)
-    assert _wait_for(lambda: not running(naps)), "a daemon outlived the jail"
+    assert wait_until(lambda: not running(naps)), "a daemon outlived the jail"
 
 
 @pytest.mark.parametrize("mode", ALL)
@@ -284,10 +278,7 @@ def test_split_of_a_jailed_session_is_the_same_jail_and_cannot_split_itself(worl
     main_view = jail.sh(view)
     split = env.tmux("split-window", "-t", "=j:", "-P", "-F", "#{pane_id}").strip()  # no command: default-command
     pid = int(env.tmux("display-message", "-p", "-t", split, "#{pane_pid}").strip())
-    deadline = time.monotonic() + 15
-    while not _in_jail(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _in_jail(pid), Path(f"/proc/{pid}/comm").read_text()
+    assert wait_until(lambda: _in_jail(pid), 15), Path(f"/proc/{pid}/comm").read_text()
     other = Jail.__new__(Jail)
     other.env, other.mode, other.n, other.name, other.ws = env, mode, 100, "j", jail.ws
     other.target = split
@@ -334,5 +325,5 @@ def test_modules_planted_in_the_workspace_never_run_outside_the_jail(world):
     # otherwise start it in the tmux client's directory, i.e. wherever the test runner is).
     split = env.tmux("split-window", "-t", "=j:", "-c", str(jail.ws), "-P", "-F", "#{pane_id}").strip()
     pid = int(env.tmux("display-message", "-p", "-t", split, "#{pane_pid}").strip())
-    assert _wait_for(lambda: _in_jail(pid) or marker.exists(), 15), "the split did not come up in the jail"
+    assert wait_until(lambda: _in_jail(pid) or marker.exists(), 15), "the split did not come up in the jail"
     assert not marker.exists(), marker.read_text()

@@ -18,20 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Env, furnish, have_jail
-from test_escapes import ALL, STRICT, Jail, _wait_for, running, unique_naps
+from conftest import Env, furnish, have_jail, wait_until
+from test_escapes import ALL, STRICT, Jail, running, unique_naps
 
 pytestmark = pytest.mark.adversarial
 SYS_IOCTL = {"x86_64": 16, "aarch64": 29}.get(platform.machine(), 16)
 
 
-def _wait(pred, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _alive(pid: int) -> bool:
@@ -287,11 +280,11 @@ def test_injected_input_never_runs_after_exit_or_resume(world, mode):
     assert out.split() == ["end"], out
     shell_pid = int(env.tmux("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
     env.tmux("send-keys", "-t", pane, "exit", "Enter")
-    assert _wait(lambda: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip() == "1")
+    assert wait_until(lambda: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}").strip() == "1")
     time.sleep(0.5)
     # The dead pane has no process at all: nothing reads the pane's terminal any more.
     assert not _alive(shell_pid)
-    assert _wait_for(lambda: not running(naps)), "a process outlived the jail's pane"
+    assert wait_until(lambda: not running(naps)), "a process outlived the jail's pane"
     assert not marker.exists()
     env.run("resume", "j", "--detach", check=True)
     assert jail.sh("echo resumed").split() == ["resumed"]
@@ -314,7 +307,7 @@ def test_escape_sequence_options_on_jailed_windows(world):
     assert env.tmux("list-buffers", check=False).strip() == ""
     env.tmux("set-option", "-s", "set-clipboard", "on")
     jail.sh(osc52)
-    assert _wait(lambda: env.tmux("list-buffers", check=False).strip() != "", 3)  # what remains, by design
+    assert wait_until(lambda: env.tmux("list-buffers", check=False).strip() != "", 3)  # what remains, by design
     env.kill()
     env.run("resume", "j", "--detach", check=True)
     env.tmux("set-option", "-gw", "allow-passthrough", "on")
@@ -348,12 +341,12 @@ def test_every_jailed_pane_has_passthrough_off_and_stays_dead(world):
         panes[how] = json.loads(proc.stdout)["tmux_pane"]
     for how, pane in panes.items():
         pid = int(env.tmux("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
-        assert _wait(lambda pid=pid: _jailed(pid), 15), how
+        assert wait_until(lambda pid=pid: _jailed(pid), 15), how
         assert env.tmux("display-message", "-p", "-t", pane, "#{allow-passthrough}").strip() in ("0", "off"), how
     for pane in panes.values():
         env.tmux("send-keys", "-t", pane, "exit", "Enter")
     for how, pane in panes.items():
-        assert _wait(lambda pane=pane: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}", check=False).strip() == "1"), \
+        assert wait_until(lambda pane=pane: env.tmux("display-message", "-p", "-t", pane, "#{pane_dead}", check=False).strip() == "1"), \
             f"{how}: the pane closed instead of staying dead"
     assert env.tmux("display-message", "-p", "-t", mine, "#{allow-passthrough}").strip() in ("1", "on")  # the user's own
 
@@ -564,11 +557,11 @@ def test_jail_dies_with_its_pane_process(world, mode):
     naps = unique_naps(1)
     jail = Jail(env, mode)
     jail.sh(f"setsid sh -c 'sleep {naps[0]}' </dev/null >/dev/null 2>&1 & echo started")
-    assert _wait_for(lambda: len(running(naps)) == 1)
+    assert wait_until(lambda: len(running(naps)) == 1)
     pane_pid = int(env.tmux("display-message", "-p", "-t", jail.info["tmux_pane"], "#{pane_pid}").strip())
     assert Path(f"/proc/{pane_pid}/comm").read_text().strip() == "bwrap"
     os.kill(pane_pid, 9)
-    assert _wait_for(lambda: not running(naps)), "the jail outlived its pane's process"
+    assert wait_until(lambda: not running(naps)), "the jail outlived its pane's process"
 
 
 @pytest.mark.parametrize("mode", STRICT)

@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import descendants
-from test_escapes import Jail, _wait_for
+from conftest import descendants, wait_until
+from test_escapes import Jail
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")
@@ -324,7 +324,7 @@ def test_the_proxy_lives_exactly_as_long_as_the_jail(jail_env, upstream, end):
         env.tmux("kill-server", check=False)
     else:
         env.tmux("send-keys", "-t", "=j:", "exit", "Enter")
-    assert _wait_for(lambda: not _alive(proxies), timeout=20), (end, proxies, [Path(f"/proc/{p}/status").read_text()[:300] for p in _alive(proxies)])
+    assert wait_until(lambda: not _alive(proxies), timeout=20), (end, proxies, [Path(f"/proc/{p}/status").read_text()[:300] for p in _alive(proxies)])
 
 
 OTHER = """\

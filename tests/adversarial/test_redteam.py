@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 from test_escapes import STRICT, Jail
 from test_seams import _repo
 
@@ -27,13 +27,8 @@ def _sessions(env) -> dict[str, dict]:
 def _cd(env, jail: Jail, path: str) -> None:
     """Move the jailed shell itself (not a subshell) into path, as an agent would."""
     env.tmux("send-keys", "-t", f"={jail.name}:", f"mkdir -p {path} && cd {path} && touch .moved", "Enter")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        now = env.tmux("display-message", "-p", "-t", f"={jail.name}:", "#{pane_current_path}").strip()
-        if now == path:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the jailed shell did not move to {path}")
+    wait_until(lambda: env.tmux("display-message", "-p", "-t", f"={jail.name}:", "#{pane_current_path}").strip() == path,
+               what=f"the jailed shell to move to {path}")
 
 
 @pytest.mark.parametrize("mode", STRICT)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import libtmux
 import pytest
-from conftest import LIBTMUX_OBJECTS
+from conftest import LIBTMUX_OBJECTS, wait_until
 
 from tmuxjail import api, paths
 
@@ -40,13 +40,6 @@ def orchestrator(jail_env, server, monkeypatch):
     paths.get.cache_clear()
 
 
-def _wait(pred, timeout: float = 15) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_start_returns_libtmux_objects_to_keep_going_with(orchestrator):
@@ -72,7 +65,7 @@ def test_a_jailed_shell_driven_with_send_keys(orchestrator):
     jail = api.start("shell", workspace=env.ws, mode="isolated", server=env.server)
     assert jail.pane is not None
     jail.pane.send_keys(f"echo inside > {env.ws}/in.txt; echo escaped > {env.outside}/out.txt")
-    assert _wait(lambda: (env.ws / "in.txt").exists())
+    assert wait_until(lambda: (env.ws / "in.txt").exists(), 15)
     time.sleep(0.3)
     assert not (env.outside / "out.txt").exists()
 
@@ -114,6 +107,6 @@ def test_the_readme_example_runs(orchestrator):
     assert code.count('socket_name="agents"') == 1
     code = code.replace('socket_name="agents"', f'socket_name="{env.server.socket_name}"')
     exec(compile(code, str(README), "exec"), {"__name__": "readme_example"})
-    assert _wait(lambda: (env.ws / "hello.txt").exists())
+    assert wait_until(lambda: (env.ws / "hello.txt").exists(), 15)
     assert (env.ws / "hello.txt").read_text() == "hello from the jail\n"
     assert env.server.sessions == []  # the example stopped its jail

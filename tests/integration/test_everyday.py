@@ -15,17 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
 
-def wait(pred, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def one_line_error(proc, code=None):
@@ -105,7 +99,8 @@ def test_a_jail_killed_by_sigkill_is_not_exited_0(newcomer):
     info = env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "k", "--detach")
     pid = int(env.tmux("display-message", "-p", "-t", info["tmux_pane"], "#{pane_pid}").strip())
     os.kill(pid, signal.SIGKILL)  # the pane's own process: bwrap, the jail's outermost process
-    wait(lambda: env.tmux("display-message", "-p", "-t", info["tmux_pane"], "#{pane_dead}").strip() == "1")
+    wait_until(lambda: env.tmux("display-message", "-p", "-t", info["tmux_pane"], "#{pane_dead}").strip() == "1",
+               what="the pane to die")
     row = env.json("list")[0]
     assert row["status"] == "killed" and row["signal"] == "SIGKILL", row
     assert "killed(SIGKILL)" in env.run("list", "--color", "never", check=True).stdout

@@ -7,22 +7,15 @@ import os
 import re
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 
 pytestmark = pytest.mark.integration
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def _wait(pred, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_prune_forgets_what_is_over_and_never_a_live_session(jail_env, tmp_path):
@@ -33,7 +26,8 @@ def test_prune_forgets_what_is_over_and_never_a_live_session(jail_env, tmp_path)
                                       str(env.home / "src" / name), "--name", name, "--detach", *a)
     start("live")
     start("dead", "--", "-c", "sleep 1; exit 3")
-    _wait(lambda: env.tmux("display-message", "-p", "-t", "=dead:", "#{pane_dead}").strip() == "1")
+    wait_until(lambda: env.tmux("display-message", "-p", "-t", "=dead:", "#{pane_dead}").strip() == "1",
+               timeout=15, what="the dead pane")
     start("gone")
     env.tmux("kill-session", "-t", "=gone")
     start("stop")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LIBTMUX_OBJECTS
+from conftest import LIBTMUX_OBJECTS, wait_until
 
 from tmuxjail.tmux import Tmux
 
@@ -32,12 +32,8 @@ def _tmux(env) -> Tmux:
 
 
 def _wait_file(path: Path, timeout: float = 10) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().endswith("END\n"):
-            return path.read_text()
-        time.sleep(0.05)
-    raise AssertionError(f"nothing written to {path}")
+    return wait_until(lambda: path.exists() and path.read_text().endswith("END\n") and path.read_text(), timeout,
+                      f"END written to {path}")
 
 
 def _writer(out: Path) -> list[str]:

@@ -5,6 +5,7 @@ included), tmux.conf.example loaded, keys pressed; plus `list` goldens for every
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import descendants, process_chain
+from conftest import descendants, process_chain, wait_until
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -24,15 +25,10 @@ CONF = REPO / "tmux.conf.example"
 GOLDEN = Path(__file__).parent / "golden"
 SNIPPET = "#{E:@tmuxjail-status}"
 
+# A real terminal drives these tests: give each step 30 s before it counts as failed.
+wait = functools.partial(wait_until, timeout=30.0)
 
-def wait(pred, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+
 
 
 def in_bwrap(pid: int) -> bool:
