@@ -78,3 +78,9 @@ def loads(data: bytes | str) -> object:
 def fingerprint(data: object) -> str:
     digest: str = _sha256(canonical_json(data).encode("utf-8")).hexdigest()
     return "sha256:" + digest
+
+
+def sha256_hex(data: bytes) -> str:
+    """sha256 of bytes, hex (without hashlib's OpenSSL)."""
+    digest: str = _sha256(data).hexdigest()
+    return digest

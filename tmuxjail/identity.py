@@ -11,10 +11,12 @@ import pwd
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import UsageError
-from .model import ExecutableIdentity
+
+if TYPE_CHECKING:
+    from .model import ExecutableIdentity
 
 CHUNK = 1 << 20
 
@@ -110,8 +112,20 @@ def _shebang(path: Path) -> list[str]:
     return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
 
 
-def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> Resolved:
-    """Follow launchers to the real executable, and identify it (and its interpreter)."""
+@dataclass(frozen=True)
+class Located:
+    """What runs, before anything is hashed: the real executable, its interpreter (a script's),
+    how to start it, what strict jails get read-only of its install, and its package version."""
+
+    real: Path
+    interpreter: Path | None
+    argv: list[str]
+    install_roots: tuple[str, ...]
+    version: str
+
+
+def locate(adapter, found: Path, path_env: str) -> Located:
+    """Follow launchers to the real executable (stdlib only: the warm start runs it every time)."""
     real = found.resolve()
     for cand in adapter.native_candidates(PurePosixPath(real), platform.machine()):
         if Path(cand).is_file() and os.access(cand, os.X_OK):
@@ -119,7 +133,7 @@ def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> R
             break
     pkg_root, version = _package_root(real)
     argv = [str(real)]
-    extra: list[tuple[str, str]] = []
+    interp_real = None
     roots: list[str] = []
     shebang = _shebang(real)
     if shebang:
@@ -128,7 +142,6 @@ def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> R
         if not interp_path or not os.path.exists(interp_path):
             raise UsageError(f"{found}: its interpreter {interp!r} cannot be found")
         interp_real = Path(interp_path).resolve()
-        extra.append((str(interp_real), sha256_file(interp_real, cache)))
         argv = [str(interp_real), str(real)]
         roots.append(str(interp_real))
     if pkg_root is not None and shebang and "node_modules" in pkg_root.parts:
@@ -143,7 +156,16 @@ def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> R
         roots.insert(0, str(real.parent))
     else:
         roots.insert(0, str(real))
+    return Located(real, interp_real, argv, tuple(roots), version)
+
+
+def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> Resolved:
+    """Follow launchers to the real executable, and identify it (and its interpreter)."""
+    from .model import ExecutableIdentity  # pydantic: never on the warm start (locate alone)
+
+    at = locate(adapter, found, path_env)
+    extra = [] if at.interpreter is None else [(str(at.interpreter), sha256_file(at.interpreter, cache))]
     ident = ExecutableIdentity(
-        path=str(real), sha256=sha256_file(real, cache), version=version, extra=tuple(extra)
+        path=str(at.real), sha256=sha256_file(at.real, cache), version=at.version, extra=tuple(extra)
     )
-    return Resolved(identity=ident, argv=argv, install_roots=tuple(roots))
+    return Resolved(identity=ident, argv=at.argv, install_roots=at.install_roots)

@@ -15,6 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import audit, log
 from . import paths as paths_mod
@@ -23,10 +24,17 @@ from .errors import SandboxUnavailable, TmuxjailError
 from .host import foreign_pane_process, jail_exec_started
 from .host import layout as host_layout
 from .launch import pane_command
-from .model import Mode, Policy
-from .policy import as_data, never_passed
+from .policyview import PolicyView, as_data, never_passed
+from .registry import Mode
 from .sandbox import HostLayout, bwrap, landlock
 from .status import describe
+
+if TYPE_CHECKING:
+    from .model import Policy as Model
+
+    # A start runs on the JSON form (a warm start never loads pydantic); resume, shell and `_pane`
+    # hand over the model.
+    Policy = Model | PolicyView
 
 READY_TIMEOUT = 10.0
 PANE_GONE = "the tmux server exited, or the pane was closed, before the jail started"

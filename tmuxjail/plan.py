@@ -5,9 +5,7 @@ Plan. The same steps recompute a stored session's policy for resume, shell, `_pa
 from __future__ import annotations
 
 import os
-import platform
 import pwd
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,30 +20,10 @@ from .discover import candidate as cand
 from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
 from .model import Mode, Policy, Profile
 from .netpolicy import approval_items
-from .sandbox import bwrap, landlock, pids
-from .sandbox.seccomp import supported
-
-ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
-
-
-@dataclass(frozen=True)
-class StartOptions:
-    provider: str
-    mode: str | None = None
-    workspaces: tuple[str, ...] = ()
-    name: str | None = None
-    env_name: str = "default"
-    capabilities: tuple[str, ...] = ()
-    detach: bool = False
-    non_interactive: bool = False
-    dry_run: bool = False
-    args: tuple[str, ...] = ()
-    backend: str | None = None
-    restriction: dict | None = None
-    network: str | None = None
-    trace: str | None = None  # a discovery run: where the launcher's strace writes (discover/run.py)
-    candidate: str | None = None  # an approved discovery candidate as the profile
-    allow_domains: tuple[str, ...] | None = None  # --allow-domain (None: none given)
+from .policy import Facts
+from .request import StartOptions as StartOptions  # where callers have always found them
+from .request import canonical_workspaces, check_env_name, mode_of, sandbox
+from .sandbox import bwrap
 
 
 @dataclass(frozen=True)
@@ -60,6 +38,7 @@ class Plan:
     backend: bwrap.Bwrap
     unguarded: bool  # no sandbox at all (compatibility-unguarded, an operator's opt-in)
     approval: dict | None  # the approval a verified run goes under
+    facts: Facts  # what the policy was resolved from (warm.py records it with the policy)
 
 
 @dataclass(frozen=True)
@@ -72,25 +51,6 @@ class Recheck:
     reasons: list[str]
 
 
-def canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
-    out = []
-    for ws in raw or (cwd,):
-        if not ws.isprintable():
-            raise UsageError(f"workspace {ws!r}: control characters are not accepted in paths")
-        p = Path(ws).expanduser()
-        if not p.is_absolute():
-            p = Path(cwd, p)
-        if not p.exists():
-            raise UsageError(f"workspace {p} does not exist")
-        if not p.is_dir():
-            raise UsageError(f"workspace {p} is not a directory")
-        real = os.path.realpath(p)
-        if not real.isprintable():  # a link to such a name
-            raise UsageError(f"workspace {real!r}: control characters are not accepted in paths")
-        out.append(real)
-    return tuple(dict.fromkeys(out))
-
-
 def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
             env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
             gate: bool = True, network: str | None = None, candidate: str | None = None,
@@ -98,37 +58,14 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
     """Verified mode also needs an approval that covers exactly this profile, executable and
     capability set; without one this raises NotApproved before anything runs (unless gate is off)."""
     adapter = get_adapter(provider)
-    if not ENV_NAME_RE.match(env_name):
-        raise UsageError(f"invalid --env {env_name!r}", hint="use letters, digits, '-' or '_'")
+    check_env_name(env_name)
     cfg = config_mod.load(ctx.paths.config_file)
-    mode_name = mode_name or cfg.default_mode
-    try:
-        mode = Mode(mode_name)
-    except ValueError:
-        raise UsageError(f"unknown mode {mode_name!r}") from None
+    mode = mode_of(mode_name, cfg)
     if network is not None:
         config_mod.check_network(network, "--network", UsageError)
     profile = profile_for(ctx, provider, candidate)
-    backend = bwrap.find()
-    unguarded = False
-    if (why := backend.available()) is not None:
-        if mode is Mode.compatibility and cfg.allow_unguarded_compatibility:
-            unguarded = True
-        else:
-            raise SandboxUnavailable(
-                f"{mode.value} mode cannot be enforced: {why}",
-                hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)",
-            )
-    if not unguarded and not supported(platform.machine()):
-        raise SandboxUnavailable(f"no seccomp filter for {platform.machine()}; the jail cannot block TIOCSTI here")
-    if mode.strict and landlock.abi() < landlock.MIN_ABI and landlock.GUARD not in cfg.accept_missing_guards:
-        raise SandboxUnavailable(
-            f"this kernel's Landlock (ABI {landlock.abi()}) cannot keep the jail off the host's abstract unix sockets",
-            hint=f'upgrade to Linux 6.12+, or accept the gap: accept_missing_guards = ["{landlock.GUARD}"] in the config',
-        )
-
-    if not unguarded:
-        check_root_process_limit(cfg)
+    box = sandbox(cfg, mode)
+    backend, unguarded, why = box.backend, box.unguarded, box.why
     store = ctx.store
     path_env = ctx.env.get("PATH", os.defpath)
     if provider == "shell":
@@ -142,9 +79,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
     pw = pwd.getpwuid(os.getuid())
     req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
                          capabilities=tuple(capabilities), network=network, allow_domains=tuple(allow_domains or ()))
-    declared = [
-        g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths
-    ]
+    declared = declared_paths(profile, home)
     facts = policy.Facts(
         home=home, uid=os.getuid(), user=pw.pw_name, login_shell=identity.login_shell(),
         own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),
@@ -171,7 +106,12 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
     approval = None
     if mode is Mode.verified and gate:
         approval = approval_for(store, profile, pol)
-    return Plan(req, pol, policy.fingerprint(pol), adapter, resolved, backend, unguarded, approval)
+    return Plan(req, pol, policy.fingerprint(pol), adapter, resolved, backend, unguarded, approval, facts)
+
+
+def declared_paths(profile: Profile, home: str) -> list[str]:
+    """The host paths the profile's capabilities name (their realpaths are facts of the policy)."""
+    return [g.path.replace("~", home, 1) for c in profile.capabilities.values() for g in c.paths]
 
 
 def profile_for(ctx: Context, provider: str, candidate: str | None = None) -> Profile:
@@ -192,16 +132,6 @@ def git_paths(workspaces) -> tuple[str, ...]:
             hint="start on a narrower --workspace, or let the agent write git metadata with "
                  "--capability git-metadata-write (README, \"Git metadata\")")
     return found
-
-
-def check_root_process_limit(cfg) -> None:
-    """A root-run jail's process limit needs a pids cgroup (the kernel ignores RLIMIT_NPROC for
-    uid 0): refuse when there is none, unless the operator accepted the gap."""
-    if os.getuid() == 0 and pids.hierarchy() is None and pids.GUARD not in cfg.accept_missing_guards:
-        raise SandboxUnavailable(
-            "a root-run jail needs a pids cgroup for its process limit, and this host has none",
-            hint=f'run tmuxjail as an ordinary user, or accept the gap: accept_missing_guards = ["{pids.GUARD}"] in the config',
-        )
 
 
 def approval_for(store, profile: Profile, pol: Policy) -> dict:

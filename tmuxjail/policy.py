@@ -13,6 +13,8 @@ from .canon import fingerprint as _fingerprint
 from .config import NETWORKS
 from .errors import NotApproved, UsageError
 from .model import Limits, Mode, Network, Policy, Profile
+from .policyview import GIT_WRITE as GIT_WRITE  # defined where the warm start reads them
+from .policyview import never_passed as never_passed
 
 if TYPE_CHECKING:
     from .adapters.base import Adapter
@@ -33,14 +35,6 @@ INJECTION_ENV = frozenset({
     "RUBYLIB", "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "JAVA_TOOL_OPTIONS",
     "_JAVA_OPTIONS", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "GIT_EXEC_PATH",
 })
-
-
-GIT_WRITE = "git-metadata-write"
-
-
-def never_passed(name: str) -> bool:
-    """Names no jail ever receives, in any mode: they point back at tmux or at tmuxjail."""
-    return name.startswith("TMUX")
 
 
 REASONS = {

@@ -46,6 +46,13 @@ def load(path: str) -> dict[str, Any]:
     return parse(text, path)
 
 
+def from_file(path: str | None) -> dict[str, Any] | None:
+    """--restrict FILE as a request carries it: its absolute path and its rules."""
+    if not path:
+        return None
+    return {"source": os.path.abspath(path), "rules": load(path)}
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 

@@ -84,3 +84,18 @@ def test_launcher_is_stdlib_only(env):
     outside = {m for m in top(mods) if m not in sys.stdlib_module_names and m not in ("tmuxjail", "__main__")}
     assert outside == set()
     assert not mods & {"sqlite3", *POLICY_CODE}
+
+
+def test_a_warm_start_loads_no_pydantic_no_structlog_and_no_policy_code(jail_env):
+    """The second start of the same request takes its policy from the cache (tmuxjail.warm): no
+    pydantic, no structlog, no profile parsing, no policy building. The first one resolves in
+    full (the other side of the seam: this test would pass vacuously if nothing could load)."""
+    env = jail_env
+    start = (*env.flags, "start", "codex", "--mode", "isolated", "--detach")
+    cold = loaded(env, *start)
+    assert "tmuxjail.plan" in cold and "pydantic" in top(cold)
+    warm = loaded(env, *start)
+    assert "tmuxjail.warm" in warm and "tmuxjail.jail" in warm  # it did start a jail
+    assert not top(warm) & {"pydantic", "structlog"}
+    assert not warm & {"tmuxjail.plan", "tmuxjail.policy", "tmuxjail.model", "tmuxjail.profiles"}
+    assert [r["status"] for r in env.json("list")] == ["running", "running"]

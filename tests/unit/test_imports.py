@@ -21,7 +21,7 @@ LAYERS = {
     "tmuxjail.cli": 4, "tmuxjail.cli.app": 4, "tmuxjail.api": 4,  # api: an entry point, as the CLI
     "tmuxjail.commands": 3, "tmuxjail.menu": 3, "tmuxjail.discover.cli": 3, "tmuxjail.discover.run": 3,
     "tmuxjail.jail": 2,
-    "tmuxjail.plan": 1, "tmuxjail.status": 1,
+    "tmuxjail.plan": 1, "tmuxjail.status": 1, "tmuxjail.warm": 1,
 }
 
 
@@ -37,6 +37,11 @@ SEAMS = {
     ("tmuxjail.cli", "tmuxjail"): "__version__, on the --version fast path",
     ("tmuxjail.cli.app", "tmuxjail.store"): "an sqlite3 error: sqlite3 is loaded already",
     ("tmuxjail.commands.list", "tmuxjail.plan"): "list --check: the policy code (pydantic), list alone never",
+    ("tmuxjail.commands.start", "tmuxjail.plan"): "the dry run and preflight resolve in full; a start goes through warm",
+    ("tmuxjail.commands.start", "tmuxjail.commands.approve"): "asking a human to approve (the profiles, pydantic)",
+    ("tmuxjail.warm", "tmuxjail.plan"): "a warm start's miss: the full resolution (pydantic, the profiles)",
+    ("tmuxjail.warm", "tmuxjail.profiles"): "a warm start's miss: what the entry records of the profile",
+    ("tmuxjail.identity", "tmuxjail.model"): "ExecutableIdentity (pydantic): a warm start only locates",
     ("tmuxjail.context", "tmuxjail.store"): "the store (sqlite3) once a command asks for it",
     ("tmuxjail.menu", "tmuxjail.commands.start"): "a start-menu item: the policy code",
     ("tmuxjail.menu", "tmuxjail.plan"): "a start-menu item: the policy code",

@@ -6,19 +6,13 @@ import os
 import pwd
 from pathlib import Path
 
-from .. import approvals, identity, log, netpolicy, profiles, restrict
+from .. import approvals, identity, log, netpolicy, profiles
 from .. import config as config_mod
 from ..adapters import get as get_adapter
 from ..context import Context
 from ..errors import UsageError
 from ..render import Result, confirm, interactive
 from . import Call
-
-
-def restriction(path: str | None) -> dict | None:
-    if not path:
-        return None
-    return {"source": os.path.abspath(path), "rules": restrict.load(path)}
 
 
 def _identity(ctx: Context, provider: str):

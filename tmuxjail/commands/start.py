@@ -10,18 +10,23 @@ import shlex
 import sys
 from dataclasses import dataclass
 from secrets import token_hex
+from typing import TYPE_CHECKING
 
-from .. import audit, jail, log, plan, profiles
+from .. import audit, jail, log, restrict, warm
+from ..canon import fingerprint
 from ..context import Context
 from ..errors import NotApproved, UsageError
 from ..host import mac_layout
-from ..model import Mode
-from ..policy import GIT_WRITE, as_data, fingerprint
+from ..policyview import GIT_WRITE, as_data
+from ..registry import Mode
 from ..render import Result, interactive, policy_text
+from ..request import StartOptions, canonical_workspaces
 from ..sandbox import seatbelt
 from ..tmux import check_name
 from . import Call
-from .approve import ask_and_record, restriction
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 
 @dataclass(frozen=True)
@@ -63,9 +68,17 @@ def warn_git_write(pol) -> None:
                          "hooks and config it writes there will run on the host at your next git command\n")
 
 
-def dry_run(ctx: Context, opts: plan.StartOptions, p: plan.Plan, cli_argv: list[str], launch: jail.Launch,
-            native_id: str | None) -> dict:
-    pol, fp = p.policy, p.fingerprint
+def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> dict:
+    """What a start would run, resolved in full (never from the cache); shows what would need
+    approving rather than refusing."""
+    from .. import plan  # the full resolution: pydantic, the profiles
+
+    p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
+                     gate=False, network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
+    pol, fp, adapter = p.policy, p.fingerprint, p.adapter
+    native_id = adapter.new_native_id()
+    exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode.value, pol.backend)
+    launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args)))
     data = as_data(pol)
     spec = ctx.paths.spool / "<session-id>-<token>.json"
     out = {"dry_run": True, "provider": opts.provider, "mode": pol.mode.value, "fingerprint": fp,
@@ -73,7 +86,7 @@ def dry_run(ctx: Context, opts: plan.StartOptions, p: plan.Plan, cli_argv: list[
            "env_names": sorted(jail.env(ctx, pol)), "host_layout": jail.layout_data(launch.layout)}
     if pol.mode is Mode.verified:
         try:
-            out["approval"] = plan.approval_for(ctx.store, profiles.load(opts.provider), pol)["id"]
+            out["approval"] = plan.approval_for(ctx.store, plan.profile_for(ctx, opts.provider), pol)["id"]
         except NotApproved as exc:
             out["approval"], out["approval_missing"] = None, exc.data["missing"]
     if opts.backend == "seatbelt":
@@ -89,24 +102,23 @@ def dry_run(ctx: Context, opts: plan.StartOptions, p: plan.Plan, cli_argv: list[
     return out
 
 
-def start(ctx: Context, opts: plan.StartOptions, place: Placement | None = None) -> dict:
+def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> dict:
     """place: where --here / --split put the jail (it joins the current session); else tmuxjail
     creates and owns a session, whose default-command opens new panes in the same jail."""
     if opts.name is not None:
         check_name(opts.name)
-    workspaces = plan.canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
-    p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-                     gate=not opts.dry_run, network=opts.network,  # a dry run shows what would need approving
-                     candidate=opts.candidate, allow_domains=opts.allow_domains)
+    workspaces = canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
+    if opts.dry_run:
+        return dry_run(ctx, opts, workspaces)
+    # The policy of an unchanged request from the cache (no pydantic), else resolved in full.
+    p = warm.resolve(ctx, opts, workspaces)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
-    exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode.value, pol.backend)
+    exe = adapter.own_sandbox_off(p.argv, pol.mode.value, pol.backend)
     cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
     launch = jail.build(ctx, pol, cli_argv)
-    if opts.backend == "seatbelt" and not opts.dry_run:
+    if opts.backend == "seatbelt":
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
-    if opts.dry_run:
-        return dry_run(ctx, opts, p, cli_argv, launch, native_id)
 
     ctx.tmux.require()
     warn_git_write(pol)
@@ -124,7 +136,7 @@ def start(ctx: Context, opts: plan.StartOptions, place: Placement | None = None)
         request["placement"] = place.kind
     row = store.insert_session(
         name=name, provider=opts.provider, mode=jail.display_mode(pol), env_name=opts.env_name,
-        workspace=workspaces[0], fingerprint=fp, policy=json.dumps(as_data(pol), sort_keys=True),
+        workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol.data, sort_keys=True),
         request=json.dumps(request), status="starting", native_id=native_id,
         private_home=pol.private_home, tmux_socket=ctx.tmux.socket,
         tmux_session=place.session if place else name, approval_id=p.approval["id"] if p.approval else None,
@@ -154,13 +166,13 @@ def start(ctx: Context, opts: plan.StartOptions, place: Placement | None = None)
         return jail.settle(ctx, row.id, name, pane, spec, "start", pol, fp, opts.detach or place is not None)
 
 
-def options(call: Call) -> plan.StartOptions:
+def options(call: Call) -> StartOptions:
     a = call.args
-    return plan.StartOptions(
+    return StartOptions(
         provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), name=a.name, env_name=a.env_name,
         capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
         dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend,
-        restriction=restriction(a.restrict), network=a.network, candidate=a.candidate,
+        restriction=restrict.from_file(a.restrict), network=a.network, candidate=a.candidate,
         allow_domains=domains(a))
 
 
@@ -193,6 +205,8 @@ def run(call: Call) -> Result:
         if not exc.data.get("fix") or a.non_interactive or a.dry_run or call.json or not interactive():
             raise
         print(f"tmuxjail: {exc.message}")
+        from .approve import ask_and_record  # asking a human: the profiles and the identity code
+
         if not ask_and_record(ctx, a.provider, a.capability, False, False, False, a.allow_domain or ()):
             raise
         result = start(ctx, opts, place)
@@ -202,10 +216,13 @@ def run(call: Call) -> Result:
     return Result(result, text, bring=result)
 
 
-def preflight(ctx: Context, opts: plan.StartOptions) -> dict:
-    """Everything a start checks, and nothing it does: never prompts, never launches."""
-    workspaces = plan.canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
-    p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
+def preflight(ctx: Context, opts: StartOptions) -> dict:
+    """Everything a start checks, and nothing it does: never prompts, never launches (resolved in
+    full, never from the cache)."""
+    from .. import plan
+
+    workspaces = canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
+    p: Plan = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
                      network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
     return {"ok": True, "provider": opts.provider, "mode": p.policy.mode.value, "fingerprint": p.fingerprint,
             "workspace": workspaces[0], "capabilities": list(p.policy.capabilities),
@@ -214,9 +231,9 @@ def preflight(ctx: Context, opts: plan.StartOptions) -> dict:
 
 def run_preflight(call: Call) -> Result:
     a = call.args
-    opts = plan.StartOptions(
+    opts = StartOptions(
         provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), env_name=a.env_name,
-        capabilities=tuple(a.capability), non_interactive=True, restriction=restriction(a.restrict),
+        capabilities=tuple(a.capability), non_interactive=True, restriction=restrict.from_file(a.restrict),
         network=a.network, candidate=a.candidate, allow_domains=domains(a))
     result = preflight(call.ctx, opts)
     return Result(result, f"ok: {result['mode']} {result['fingerprint']}")
