@@ -81,9 +81,9 @@ def resolve(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> Wa
     box = sandbox(cfg, mode)
     key = None
     if cacheable(opts):
-        key = digest(inputs(ctx, opts, workspaces, mode, cfg_digest, box.backend.path, box.unguarded))
-        if (got := lookup(ctx, key, opts, workspaces, mode, cfg, adapter)) is not None:
-            return got
+        key = key_of(ctx, opts, workspaces, mode, cfg_digest, box.backend.path, box.unguarded)
+    if key is not None and (got := lookup(ctx, key, opts, workspaces, mode, cfg, adapter)) is not None:
+        return got
     return full(ctx, opts, workspaces, mode, key, cfg_digest)
 
 
@@ -99,7 +99,7 @@ def load_config(path: Path) -> tuple[Config, str]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text() reads it
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read the config: {exc}") from None
     return config_mod.parse(text, str(path), env_allowed, env_network), canon.sha256_hex(data)
@@ -169,7 +169,13 @@ def inputs(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: 
     }
 
 
-def digest(material: dict[str, Any]) -> str:
+def key_of(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: Mode, cfg_digest: str,
+           bwrap_path: str, unguarded: bool) -> str | None:
+    """The digest of inputs(); None when one cannot be read (then nothing is cached)."""
+    try:
+        material = inputs(ctx, opts, workspaces, mode, cfg_digest, bwrap_path, unguarded)
+    except (OSError, KeyError):
+        return None
     return canon.sha256_hex(canon.canonical_json(material).encode())
 
 
@@ -266,7 +272,7 @@ def full(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: Mo
     rec = resolved_record(ctx, p)
     if rec is None or cfg_digest != load_config(ctx.paths.config_file)[1]:
         return out
-    if key != digest(inputs(ctx, opts, workspaces, mode, cfg_digest, p.backend.path, p.unguarded)):
+    if key != key_of(ctx, opts, workspaces, mode, cfg_digest, p.backend.path, p.unguarded):
         return out
     profile = profiles.load(opts.provider)
     entry = {

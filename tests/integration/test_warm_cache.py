@@ -154,6 +154,8 @@ CONFIGS = (
     '[network]\ncompatibility = "host"\nisolated = "proxy"\nverified = "proxy"\n',
     '[network]\nisolated = "none"\n[network.allow_domains]\nisolated = ["*.example.com"]\n',
     'allowed_modes = ["isolated", "verified"]\n',
+    '[limits]\r\nnproc = 600\r\n',  # read as config.load reads it (universal newlines)
+    'allowed_modes = [\n',  # a broken config: refused alike
 )
 
 
