@@ -27,6 +27,7 @@ import pwd
 import stat
 import sys
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 FORMAT = 1  # of the key and the entry: bump when either changes meaning
 ENV_READ = ("TMUXJAIL_ALLOWED_MODES", "TMUXJAIL_NETWORK")  # what config.load reads of the environment
 DEPENDENCIES = ("pydantic/__init__.py", "pydantic/version.py", "pydantic_core/__init__.py")
+PACKAGES = ("tmuxjail", "tmuxjail.adapters", "tmuxjail.profile_data")  # what installed() walks
 
 
 @dataclass(frozen=True)
@@ -110,21 +112,24 @@ def stat_key(path: str) -> list[int]:
 
 
 def installed() -> list[Any]:
-    """tmuxjail's own files (code, adapters, profiles, catalogue) by stat identity."""
-    root = os.path.dirname(tmuxjail.__file__)
+    """tmuxjail's own files (code, adapters, profiles, catalogue) by stat identity, wherever each
+    package lives (an editable install keeps adapters/ and profiles/ outside tmuxjail/)."""
+    roots = sorted({os.path.dirname(str(import_module(m).__file__)) for m in PACKAGES})
+    roots = [r for r in roots if not any(r.startswith(o + os.sep) for o in roots)]
     out: list[Any] = []
-    todo = [root]
-    while todo:
-        d = todo.pop()
-        with os.scandir(d) as it:
-            for e in sorted(it, key=lambda e: e.name):
-                if e.name == "__pycache__":
-                    continue
-                st = e.stat(follow_symlinks=True)
-                if stat.S_ISDIR(st.st_mode):
-                    todo.append(e.path)
-                else:
-                    out.append([e.path[len(root):], *identity.stat_key(st)])
+    for root in roots:
+        todo = [root]
+        while todo:
+            d = todo.pop()
+            with os.scandir(d) as it:
+                for e in sorted(it, key=lambda e: e.name):
+                    if e.name == "__pycache__":
+                        continue
+                    st = e.stat(follow_symlinks=True)
+                    if stat.S_ISDIR(st.st_mode):
+                        todo.append(e.path)
+                    else:
+                        out.append([e.path, *identity.stat_key(st)])
     return out
 
 

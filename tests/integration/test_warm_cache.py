@@ -226,10 +226,10 @@ def _rewrite_same_size(p: Path) -> None:
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def _installed(name: str) -> Path:
-    import tmuxjail
+def _installed(package: str, name: str) -> Path:
+    from importlib import import_module
 
-    return Path(tmuxjail.__file__).parent / name
+    return Path(str(import_module(package).__file__)).parent / name
 
 
 CHANGES = {
@@ -246,8 +246,9 @@ CHANGES = {
         shutil.copy(w.pkg / "bin" / "pi-cli", w.pkg / "bin" / "pi-two")), BASE),
     "PATH": (lambda w: w.setenv(PATH=w.vars["PATH"] + ":/sbin"), BASE),
     "a .git appears in the workspace": (lambda w: (w.wss[0] / "sub" / ".git").mkdir(parents=True), BASE),
-    "tmuxjail's own files": (lambda w: _touch(_installed("profile_data/pi.toml")), BASE),
-    "tmuxjail's code": (lambda w: _touch(_installed("policy.py")), BASE),
+    "tmuxjail's own files": (lambda w: _touch(_installed("tmuxjail.profile_data", "pi.toml")), BASE),
+    "tmuxjail's code": (lambda w: _touch(_installed("tmuxjail", "policy.py")), BASE),
+    "an adapter": (lambda w: _touch(_installed("tmuxjail.adapters", "pi.py")), BASE),
     "XDG state dir": (lambda w: w.setenv(XDG_STATE_HOME=str(w.home / ".state2")), BASE),
     "HOME": (lambda w: (w.root / "home2").mkdir() or w.setenv(HOME=str(w.root / "home2")), BASE),
     "mode": (lambda w: None, StartOptions(provider="pi", mode="compatibility")),
