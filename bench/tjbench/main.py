@@ -19,6 +19,8 @@ from typing import Any
 
 from .parts import PARTS, Bench, log
 from .results import notes, table
+from .targets import evaluate, markdown
+from .targets import text as targets_text
 from .tools import BenchError, Tools, find
 from .world import Servers
 
@@ -40,6 +42,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--runs", type=int, help="runs per measurement (default 3 with --quick, else 10)")
     ap.add_argument("--json", metavar="FILE", default=str(Path(__file__).resolve().parents[1] / "results.json"),
                     help="where to write the JSON results (default: bench/results.json)")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the issue-18 targets and the header as markdown")
     ap.add_argument("--real-500", action="store_true", help="start all 500 list sessions for real (slow)")
     ap.add_argument("--only", action="append", choices=list(PARTS), help="run only this part (repeatable)")
     return ap
@@ -51,11 +54,14 @@ def run_parts(b: Bench, parts: list[str]) -> dict[str, str]:
     try:
         for part in parts:
             log(f"{part} (N={b.n})")
+            t0 = time.perf_counter()
             try:
                 PARTS[part](b)
             except Exception as exc:  # noqa: BLE001 - report, keep going: one broken part must not hide the others
                 errors[part] = f"{exc.__class__.__name__}: {exc}"
                 log(f"{part} failed: {errors[part]}")
+            b.meta.setdefault("part_seconds", {})[part] = round(time.perf_counter() - t0, 1)
+            log(f"{part} took {b.meta['part_seconds'][part]:.0f} s")
     finally:
         b.servers.kill_all()
         shutil.rmtree(b.base, ignore_errors=True)
@@ -66,18 +72,27 @@ def _version(argv: list[str]) -> str:
     return subprocess.run(argv, capture_output=True, text=True, check=False).stdout.strip()
 
 
-def report(b: Bench, tools: Tools, errors: dict[str, str], elapsed: float, json_path: str) -> None:
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def report(b: Bench, tools: Tools, errors: dict[str, str], elapsed: float, json_path: str,
+           markdown_path: str | None = None) -> None:
     date = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     ver, tmux_v, bwrap_v = (_version([str(tools.tj), "--version"]), _version([tools.tmux, "-V"]),
                             _version([tools.bwrap, "--version"]))
     header = (f"tmuxjail bench — {date} — {ver}, {tmux_v}, {bwrap_v}, Python {platform.python_version()} "
               f"({tools.tj_py}), {platform.machine()}, {os.cpu_count()} CPUs, uid {os.getuid()}; "
-              f"N={b.n}{' (--quick)' if b.quick else ''}; took {elapsed:.0f} s")
+              f"N={b.n}{' (--quick)' if b.quick else ''}; took {elapsed:.0f} s; load average (1/5/15 min) "
+              f"{b.meta.get('load_before', '?')} before, {_load()} after")
     print(header)
     print(table(b.results))
     text = notes(b.results)
     if text:
         print("\nnotes:\n" + text)
+    targets = evaluate(b.results)
+    print("\nissue 18 targets (medians; a MISS never fails the run):\n" + targets_text(targets))
     misses = b.results.misses()
     print(f"\ntargets missed: {len(misses)}" + "".join(f"\n  - {m}" for m in misses))
     for part, err in errors.items():
@@ -87,10 +102,14 @@ def report(b: Bench, tools: Tools, errors: dict[str, str], elapsed: float, json_
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "uid": os.getuid(),
                  "python": tools.tj_py, "tmuxjail": ver, "tmux": tmux_v, "bwrap": bwrap_v},
         "results": b.results.as_json(), "imports": b.results.imports, "misses": misses, "errors": errors,
-        "bwrap_baseline_argv": b.meta.get("bwrap_argv"), "srt": b.meta.get("srt"),
+        "targets18": targets, "load_before": b.meta.get("load_before"), "load_after": _load(),
+        "part_seconds": b.meta.get("part_seconds"), "bwrap_baseline_argv": b.meta.get("bwrap_argv"), "srt": b.meta.get("srt"),
     }
     Path(json_path).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(f"\nJSON written to {json_path}")
+    if markdown_path:
+        Path(markdown_path).write_text(f"{header}\n\n{markdown(targets)}\n")
+        print(f"markdown written to {markdown_path}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     b = Bench(tools=tools, servers=Servers(tools.tmux), base=Path(tempfile.mkdtemp(prefix="tjbench-")),
               n=args.runs or (3 if args.quick else 10), quick=args.quick, real_500=args.real_500)
+    b.meta["load_before"] = _load()
     started = time.perf_counter()
     errors = run_parts(b, args.only or list(PARTS))
-    report(b, tools, errors, time.perf_counter() - started, args.json)
+    report(b, tools, errors, time.perf_counter() - started, args.json, args.markdown)
     return 0  # a MISS is a measurement, never a failure

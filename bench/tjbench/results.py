@@ -42,6 +42,11 @@ class Row:
                 b["verdict"] = None if b["ratio"] is None else ("PASS" if b["ratio"] <= target else "MISS")
         self.baselines.append(b)
 
+    def check(self, label: str, failed: int, of: int, note: str = "") -> None:
+        """A condition every run must meet besides the timing (e.g. the error names its reason)."""
+        self.baselines.append({"name": label, "check": f"{of - failed}/{of} runs", "note": note,
+                               "verdict": "PASS" if failed == 0 and of else "MISS"})
+
     def absolute_target(self, limit: float, label: str) -> None:
         m = self.data.get("max")
         self.baselines.append({"name": label, "absolute": limit, "note": "max over runs",
@@ -90,6 +95,8 @@ def _cells(r: Row, width: int) -> list[list[str]]:
         lead = first if i == 0 else ["", "", "", ""]
         if "skipped" in b:
             lines.append(lead + [b["name"], b["skipped"], "", "", ""])
+        elif "check" in b:
+            lines.append(lead + [b["name"], b["check"], "", "", b["verdict"]])
         elif "absolute" in b:
             lines.append(lead + ["(absolute)", "", "", f"≤ {b['absolute']:g} {r.unit}", b["verdict"] or "-"])
         else:

@@ -84,8 +84,8 @@ class World:
         ws.mkdir(parents=True, exist_ok=True)
         return ws
 
-    def dry_run(self, ws: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
-        p = subprocess.run(self.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws),
+    def dry_run(self, ws: Path, env: dict[str, str] | None = None, provider: str = "codex") -> dict[str, Any]:
+        p = subprocess.run(self.tj("start", provider, "--mode", "isolated", "--workspace", str(ws),
                                    "--dry-run", "--json"), env=env or self.env, capture_output=True, text=True,
                            check=False)
         if p.returncode != 0:

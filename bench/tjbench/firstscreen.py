@@ -1,0 +1,239 @@
+"""Issue 18.5: time to first screen of the real CLIs (the pins of certify/pins.json, installed by
+scripts/install-certify-clis.sh) in an isolated jail against the same CLI in a bare tmux pane.
+
+"First screen" is detected the same way on both sides: capture-pane polled from the moment the
+command is invoked; the first screen is the first non-empty content that then stays unchanged for
+HOLD seconds, reported at the time it was first seen (not HOLD later). Offline, a CLI may stop at
+a login or "cannot connect" screen: that is its first screen, on both sides."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .world import World
+
+if TYPE_CHECKING:
+    from .parts import Bench
+
+HOLD = 0.3  # seconds the content must stay unchanged
+POLL = 0.02  # seconds between captures
+TIMEOUT = 30.0  # no stable screen by then: the run counts as missing
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+class Stable:
+    """Fed (time, content) samples in time order; `at` is the time the first stable screen was
+    first seen, once a later sample shows it unchanged for HOLD seconds."""
+
+    def __init__(self, hold: float = HOLD):
+        self.hold = hold
+        self.since: float | None = None  # when the current content was first seen
+        self.content: str | None = None
+        self.at: float | None = None
+
+    def feed(self, t: float, content: str) -> float | None:
+        if self.at is None:
+            if content != self.content:
+                self.since, self.content = t, content
+            elif self.since is not None and content.strip() and t - self.since >= self.hold:
+                self.at = self.since
+        return self.at
+
+
+def first_stable(samples: Iterable[tuple[float, str]], hold: float = HOLD) -> float | None:
+    """The first screen of a sequence of captures (pure; see Stable)."""
+    s = Stable(hold)
+    for t, content in samples:
+        if s.feed(t, content) is not None:
+            return s.at
+    return None
+
+
+# -- the pinned CLIs, where install-certify-clis put them --------------------------------------
+
+PINS = Path(__file__).resolve().parents[2] / "certify" / "pins.json"
+
+
+def cache_dir(environ: dict[str, str] | os._Environ[str]) -> Path:
+    """As tests/certify finds it: the pins' hash under the certify cache."""
+    base = environ.get("TMUXJAIL_CERTIFY_CACHE") or os.path.join(
+        environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tmuxjail-certify")
+    return Path(base, hashlib.sha256(PINS.read_bytes()).hexdigest()[:12])
+
+
+def installed(environ: dict[str, str] | os._Environ[str]) -> dict[str, tuple[Path | None, str]]:
+    """provider -> (the directory holding its executable, "npm@version"), or (None, why not)."""
+    out: dict[str, tuple[Path | None, str]] = {}
+    for provider, pin in json.loads(PINS.read_text())["packages"].items():
+        pdir = cache_dir(environ) / provider
+        exe = pdir / "node_modules" / ".bin" / pin["bin"]
+        spec = f"{pin['npm']}@{pin['version']}"
+        if (pdir / "SKIP").exists():
+            out[provider] = (None, f"{spec} not installed: {(pdir / 'SKIP').read_text().strip()[:120]}")
+        elif not exe.exists():
+            out[provider] = (None, f"{spec} not installed in {pdir} (scripts/install-certify-clis.sh)")
+        else:
+            out[provider] = (exe.parent, spec)
+    return out
+
+
+# -- one timed first screen ---------------------------------------------------------------------
+
+
+DEAD = re.compile(r"^Pane is dead \(.*\)$", re.MULTILINE)
+
+
+def visible(captured: str) -> str:
+    """What the CLI drew: tmux's remain-on-exit line ("Pane is dead (status 1, <date>)") is not
+    part of it (a CLI that exits after drawing, like Claude offline, keeps its screen), nor are
+    the blank lines below the last drawn one."""
+    return DEAD.sub("", captured).rstrip()
+
+
+def capture(tmux: list[str], target: str, env: dict[str, str]) -> str:
+    """The pane's text; "" before the pane exists."""
+    p = subprocess.run([*tmux, "capture-pane", "-p", "-t", target], env=env, capture_output=True, text=True,
+                       check=False)
+    return visible(p.stdout) if p.returncode == 0 else ""
+
+
+def time_first_screen(argv: list[str], env: dict[str, str], tmux: list[str], target: str,
+                      timeout: float = TIMEOUT) -> tuple[float | None, str, str]:
+    """Invoke argv (it creates the pane `target`), poll the pane until its first screen; the
+    seconds from invocation to that screen, the screen, and argv's stderr if it failed."""
+    s = Stable()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    screen = ""
+    while (now := time.perf_counter()) - t0 < timeout:
+        text = capture(tmux, target, env)
+        if s.feed(now - t0, text) is not None:
+            screen = text
+            break
+        if proc.poll() not in (None, 0):
+            break
+        time.sleep(POLL)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return s.at, screen, (err or "").strip() if proc.returncode else ""
+
+
+def bare_command(dry: dict[str, Any], jail_home: Path, bare_home: Path) -> tuple[list[str], list[Path]]:
+    """The command the jail would run (the words after bwrap's `--`) with the environment the
+    launcher gives it, as `env -i … CMD` for a bare pane: the jail's HOME replaced by a scratch
+    one, a fresh id where the adapter put one (Claude's --session-id); and the directories under
+    that HOME the environment names (the adapter makes them before a jailed start)."""
+    argv: list[str] = dry["sandbox_argv"]
+    cmd = [str(uuid.uuid4()) if UUID.match(w) else w for w in argv[argv.index("--") + 1:]]
+    env, dirs = [], []
+    for k, v in dry["policy"]["env_set"]:
+        if v == str(jail_home) or v.startswith(f"{jail_home}/"):
+            v = str(bare_home) + v[len(str(jail_home)):]
+            if k != "HOME":
+                dirs.append(Path(v))
+        env.append(f"{k}={v}")
+    return ["env", "-i", *env, *cmd], dirs
+
+
+# -- the part -----------------------------------------------------------------------------------
+
+
+def _first_line(screen: str) -> str:
+    return next((ln.strip() for ln in screen.splitlines() if ln.strip()), "")[:60]
+
+
+class Sides:
+    """One CLI's two sides in one world: a jailed start and the bare pane, each timed to its
+    first screen and torn down (untimed) after."""
+
+    def __init__(self, w: World, tmux: list[str], term: str, provider: str, bindir: Path):
+        self.w, self.tmux, self.term, self.provider = w, tmux, term, provider
+        self.env = w.env_with_bin(bindir)
+        self.ws_jail, self.ws_bare = w.workspace(f"jail-{provider}"), w.workspace(f"bare-{provider}")
+        self.bare_home = w.root / f"bare-home-{provider}"
+        self.bare_home.mkdir()
+        self.dry = w.dry_run(self.ws_jail, self.env, provider=provider)
+        self.network = self.dry["policy"].get("network", "?")
+        self.jail_home = Path(dict(self.dry["policy"]["env_set"])["HOME"])
+        self.count = 0
+
+    def jail(self) -> tuple[float | None, str]:
+        self.count += 1
+        name = f"j{self.count}"
+        t, screen, err = time_first_screen(
+            self.w.tj("start", self.provider, "--mode", "isolated", "--workspace", str(self.ws_jail),
+                      "--name", name, "--detach"), self.env, self.tmux, f"={name}:")
+        subprocess.run(self.w.tj("stop", name), env=self.env, capture_output=True, check=False)
+        self.w.kill_session(name)
+        if err:
+            raise RuntimeError(f"tmuxjail start {self.provider} failed: {err[-300:]}")
+        return t, screen
+
+    def bare(self) -> tuple[float | None, str]:
+        self.count += 1
+        name = f"b{self.count}"
+        cmd, dirs = bare_command(self.dry, self.jail_home, self.bare_home)
+        for d in dirs:
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        t, screen, err = time_first_screen(
+            [*self.tmux, "new-session", "-d", "-s", name, "-c", str(self.ws_bare), cmd[0], cmd[1],
+             f"TERM={self.term}", *cmd[2:], ";", "set-option", "-w", "-t", f"={name}:", "remain-on-exit", "on"],
+            self.env, self.tmux, f"={name}:")
+        self.w.kill_session(name)
+        if err:
+            raise RuntimeError(f"tmux new-session ({self.provider}) failed: {err[-300:]}")
+        return t, screen
+
+
+def firstscreen(b: Bench) -> None:
+    """Per installed pin: `tmuxjail start P --mode isolated --detach` against `tmux new-session`
+    running the same command words with the same environment (env -i, scratch HOME), alternating
+    which side goes first, each until its first screen."""
+    from .parts import log
+
+    res = b.results
+    clis = installed(os.environ)  # the real environment: the worlds' HOME is a temp dir
+    label = "{}: first screen, isolated jail vs bare tmux pane"
+    if not any(d for d, _ in clis.values()):
+        for provider, (_, why) in clis.items():
+            res.add("firstscreen", label.format(provider), "s", [], note=f"skipped: {why}")
+        return
+    w = b.world("firstscreen")
+    tmux = [b.tools.tmux, "-L", w.socket]
+    w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")  # no side pays for the server
+    term = w.tmux("show-options", "-gv", "default-terminal").stdout.strip() or "screen"
+    for provider, (bindir, spec) in clis.items():
+        if bindir is None:
+            res.add("firstscreen", label.format(provider), "s", [], note=f"skipped: {spec}")
+            continue
+        sides = Sides(w, tmux, term, provider, bindir)
+        log(f"firstscreen: {provider} ({spec}), network {sides.network}")
+        sides.jail()  # warm-up, not counted: page cache, the private home's first contents
+        sides.bare()
+        times: dict[str, list[float | None]] = {"jail": [], "bare": []}
+        screens: dict[str, Counter[str]] = {"jail": Counter(), "bare": Counter()}
+        for i in range(b.n):
+            for side in ((sides.jail, sides.bare) if i % 2 == 0 else (sides.bare, sides.jail)):
+                t, screen = side()
+                times[side.__name__].append(t)
+                screens[side.__name__][_first_line(screen) if t is not None else f"none in {TIMEOUT:g} s"] += 1
+        seen = "; ".join(f"{k}: " + ", ".join(f"{n}× {line!r}" for line, n in v.most_common())
+                         for k, v in screens.items())
+        row = res.add("firstscreen", f"{provider} {spec.rsplit('@', 1)[1]} (isolated, network {sides.network}): "
+                      "first screen, isolated jail", "s", times["jail"], note=f"first screens (first line) {seen}")
+        row.compare("same command and environment in a bare tmux pane", times["bare"], target=1.15)
+    w.tmux("kill-server", check=False)
