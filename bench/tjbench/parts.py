@@ -524,7 +524,7 @@ def work(b: Bench) -> None:
         # 20,000 creates take seconds (and vary a lot on a busy disk): fewer rounds with --quick,
         # and no new pair once the time budget is spent (always at least one pair)
         rounds = min(b.n, 2) if (b.quick and key == "files") else b.n
-        budget = time.perf_counter() + (15 if b.quick else 180)
+        budget = time.perf_counter() + (15 if b.quick else 120)
         for i in range(rounds):
             if i and time.perf_counter() > budget:
                 log(f"work/{key}: time budget spent after {i} pairs")

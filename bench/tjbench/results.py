@@ -86,8 +86,8 @@ def fmt(v: float | None, unit: str) -> str:
 def _cells(r: Row, width: int) -> list[list[str]]:
     d = r.data
     first = [r.name, fmt(d.get("median"), r.unit), fmt(d.get("min"), r.unit), fmt(d.get("max"), r.unit)]
-    if d.get("n", 0) == 0 and r.note:
-        first[1] = r.note
+    if d.get("n", 0) == 0 and r.note:  # why it was not measured: in full under "notes"
+        first[1] = r.note if len(r.note) <= 48 else r.note[:47] + "…"
     if not r.baselines:
         return [first + [""] * (width - 4)]
     lines = []
