@@ -425,3 +425,25 @@ def test_entries_are_private_and_written_whole(world):
     for f in d.iterdir():
         assert stat.S_IMODE(f.lstat().st_mode) == 0o600 and f.lstat().st_uid == os.getuid()
     assert not [f for f in d.iterdir() if f.name.endswith(".tmp")]
+
+
+def test_the_key_has_every_variable_the_resolution_reads():
+    """The environment reaches the policy only through config.load's TMUXJAIL_* variables (in the
+    key), PATH and HOME/XDG_* (in the key through the paths): a new variable read anywhere in
+    the resolution must join warm.ENV_READ, or a changed value would hit a stale policy."""
+    import re
+
+    import tmuxjail
+    from tmuxjail import config
+
+    read = set(re.findall(r'environ(?:\.get)?\(\s*"([A-Z_]+)"|environ\[\s*"([A-Z_]+)"\]|getenv\(\s*"([A-Z_]+)"',
+                          Path(config.__file__).read_text()))
+    assert {n for t in read for n in t if n} == set(warm.ENV_READ)
+    root = Path(tmuxjail.__file__).parent
+    resolution = ["plan.py", "policy.py", "profiles.py", "identity.py", "host.py", "netpolicy.py", "netcheck.py",
+                  "restrict.py", "request.py", "approvals.py", "model.py", "policyview.py", "paths.py",
+                  "sandbox/bwrap.py", "sandbox/landlock.py", "sandbox/pids.py", "sandbox/seccomp.py",
+                  *(f"adapters/{p.name}" for p in (root / "adapters").glob("*.py"))]
+    for name in resolution:
+        src = (root / name).read_text()
+        assert not re.search(r"os\.environ|getenv\(", src), f"{name} reads the environment: add it to the key"
