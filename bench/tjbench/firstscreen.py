@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,15 +34,19 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 class Stable:
     """Fed (time, content) samples in time order; `at` is the time the first stable screen was
-    first seen, once a later sample shows it unchanged for HOLD seconds."""
+    first seen, once a later sample shows it unchanged for HOLD seconds; `drawn` is the time of
+    the first non-empty content, stable or not (info: where the start path ends)."""
 
     def __init__(self, hold: float = HOLD):
         self.hold = hold
         self.since: float | None = None  # when the current content was first seen
         self.content: str | None = None
         self.at: float | None = None
+        self.drawn: float | None = None
 
     def feed(self, t: float, content: str) -> float | None:
+        if self.drawn is None and content.strip():
+            self.drawn = t
         if self.at is None:
             if content != self.content:
                 self.since, self.content = t, content
@@ -107,10 +112,17 @@ def capture(tmux: list[str], target: str, env: dict[str, str]) -> str:
     return visible(p.stdout) if p.returncode == 0 else ""
 
 
+@dataclass
+class Seen:
+    at: float | None  # seconds from invocation to the first screen
+    drawn: float | None  # ... to the first non-empty content
+    screen: str
+    err: str  # argv's stderr if it failed
+
+
 def time_first_screen(argv: list[str], env: dict[str, str], tmux: list[str], target: str,
-                      timeout: float = TIMEOUT) -> tuple[float | None, str, str]:
-    """Invoke argv (it creates the pane `target`), poll the pane until its first screen; the
-    seconds from invocation to that screen, the screen, and argv's stderr if it failed."""
+                      timeout: float = TIMEOUT) -> Seen:
+    """Invoke argv (it creates the pane `target`) and poll the pane until its first screen."""
     s = Stable()
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -129,7 +141,7 @@ def time_first_screen(argv: list[str], env: dict[str, str], tmux: list[str], tar
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-    return s.at, screen, (err or "").strip() if proc.returncode else ""
+    return Seen(s.at, s.drawn, screen, (err or "").strip() if proc.returncode else "")
 
 
 def bare_command(dry: dict[str, Any], jail_home: Path, bare_home: Path) -> tuple[list[str], list[Path]]:
@@ -171,32 +183,32 @@ class Sides:
         self.jail_home = Path(dict(self.dry["policy"]["env_set"])["HOME"])
         self.count = 0
 
-    def jail(self) -> tuple[float | None, str]:
+    def jail(self) -> Seen:
         self.count += 1
         name = f"j{self.count}"
-        t, screen, err = time_first_screen(
+        seen = time_first_screen(
             self.w.tj("start", self.provider, "--mode", "isolated", "--workspace", str(self.ws_jail),
                       "--name", name, "--detach"), self.env, self.tmux, f"={name}:")
         subprocess.run(self.w.tj("stop", name), env=self.env, capture_output=True, check=False)
         self.w.kill_session(name)
-        if err:
-            raise RuntimeError(f"tmuxjail start {self.provider} failed: {err[-300:]}")
-        return t, screen
+        if seen.err:
+            raise RuntimeError(f"tmuxjail start {self.provider} failed: {seen.err[-300:]}")
+        return seen
 
-    def bare(self) -> tuple[float | None, str]:
+    def bare(self) -> Seen:
         self.count += 1
         name = f"b{self.count}"
         cmd, dirs = bare_command(self.dry, self.jail_home, self.bare_home)
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
-        t, screen, err = time_first_screen(
+        seen = time_first_screen(
             [*self.tmux, "new-session", "-d", "-s", name, "-c", str(self.ws_bare), cmd[0], cmd[1],
              f"TERM={self.term}", *cmd[2:], ";", "set-option", "-w", "-t", f"={name}:", "remain-on-exit", "on"],
             self.env, self.tmux, f"={name}:")
         self.w.kill_session(name)
-        if err:
-            raise RuntimeError(f"tmux new-session ({self.provider}) failed: {err[-300:]}")
-        return t, screen
+        if seen.err:
+            raise RuntimeError(f"tmux new-session ({self.provider}) failed: {seen.err[-300:]}")
+        return seen
 
 
 def firstscreen(b: Bench) -> None:
@@ -225,15 +237,20 @@ def firstscreen(b: Bench) -> None:
         sides.jail()  # warm-up, not counted: page cache, the private home's first contents
         sides.bare()
         times: dict[str, list[float | None]] = {"jail": [], "bare": []}
+        drawn: dict[str, list[float | None]] = {"jail": [], "bare": []}
         screens: dict[str, Counter[str]] = {"jail": Counter(), "bare": Counter()}
         for i in range(b.n):
             for side in ((sides.jail, sides.bare) if i % 2 == 0 else (sides.bare, sides.jail)):
-                t, screen = side()
-                times[side.__name__].append(t)
-                screens[side.__name__][_first_line(screen) if t is not None else f"none in {TIMEOUT:g} s"] += 1
-        seen = "; ".join(f"{k}: " + ", ".join(f"{n}× {line!r}" for line, n in v.most_common())
+                seen = side()
+                times[side.__name__].append(seen.at)
+                drawn[side.__name__].append(seen.drawn)
+                screens[side.__name__][_first_line(seen.screen) if seen.at is not None
+                                       else f"none in {TIMEOUT:g} s"] += 1
+        which = "; ".join(f"{k}: " + ", ".join(f"{n}× {line!r}" for line, n in v.most_common())
                          for k, v in screens.items())
         row = res.add("firstscreen", f"{provider} {spec.rsplit('@', 1)[1]} (isolated, network {sides.network}): "
-                      "first screen, isolated jail", "s", times["jail"], note=f"first screens (first line) {seen}")
+                      "first screen, isolated jail", "s", times["jail"], note=f"first screens (first line) {which}")
         row.compare("same command and environment in a bare tmux pane", times["bare"], target=1.15)
+        res.add("firstscreen", f"{provider}: first non-empty content, stable or not (info)", "s", drawn["jail"],
+                ).compare("same, bare tmux pane", drawn["bare"])
     w.tmux("kill-server", check=False)

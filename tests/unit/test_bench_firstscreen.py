@@ -63,6 +63,13 @@ def test_same_content_seen_again_after_a_change_restarts_the_clock():
     assert first_stable(s) == pytest.approx(0.3)
 
 
+def test_drawn_is_the_first_non_empty_content_stable_or_not():
+    s = Stable()
+    for t, c in seq((0.0, ""), (0.2, " \n"), (0.5, "loading"), (0.6, "ready"), until=1.5):
+        s.feed(t, c)
+    assert s.drawn == pytest.approx(0.5) and s.at == pytest.approx(0.6)
+
+
 def test_the_streaming_detector_keeps_its_answer():
     s = Stable()
     assert s.feed(0.0, "x") is None
