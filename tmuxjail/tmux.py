@@ -11,8 +11,12 @@ panes. Three properties hold here, each pinned by a test:
 - A new jailed pane has `remain-on-exit` and its `@tmuxjail_*` options from the same tmux command
   that creates it (a command list), so a command that exits at once leaves a dead pane.
 
-libtmux is imported on the first tmux command (about 60 ms; see bench/libtmux_cost.py), so paths
-that never reach tmux (`--version`, `list` with no server) do not pay for it.
+libtmux is loaded on the first tmux command, and only as much of it as that command needs: every
+command runs through libtmux's command runner (`libtmux.common.tmux_cmd`, what `Server.cmd` runs),
+loaded without the package's `__init__`, which imports every object class (about 60-80 ms of the
+import; `lean_libtmux`). The first use of a name of the package itself (`libtmux.Server`, the
+libtmux objects the API hands out) completes it. Paths that never reach tmux (`--version`, `list`
+with no server) load none of it; see bench/libtmux_cost.py.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import sys
 import threading
 import typing as t
 from collections import namedtuple
@@ -32,6 +37,7 @@ from .errors import TmuxjailError, UsageError
 
 if t.TYPE_CHECKING:
     import libtmux
+    import libtmux.common
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 MIN_VERSION = (3, 2)
@@ -78,6 +84,52 @@ def client_environ(env: Mapping[str, str]) -> Iterator[None]:
         finally:
             os.environ.clear()
             os.environ.update(saved)
+
+
+_LEAN_LOCK = threading.RLock()
+
+
+def lean_libtmux() -> None:
+    """Put the libtmux package into sys.modules without running its `__init__`, so that its
+    submodules (`libtmux.common`, `libtmux.exc`) import alone. The package's own names (Server,
+    Session, ...) are made on their first use: then `__init__` runs, in the same module object."""
+    with _LEAN_LOCK:
+        if "libtmux" in sys.modules:
+            return
+        import importlib.util
+
+        spec = importlib.util.find_spec("libtmux")
+        if spec is None or spec.loader is None or not spec.submodule_search_locations:
+            raise TmuxjailError("libtmux is not installed", hint="reinstall tmuxjail (libtmux is a dependency)")
+        pkg = importlib.util.module_from_spec(spec)
+        loader = spec.loader
+        submodules = {n.partition(".")[0] for d in spec.submodule_search_locations for n in os.listdir(d)}
+
+        def complete(name: str) -> t.Any:
+            if name in submodules:  # `from libtmux import exc` then imports the submodule
+                raise AttributeError(name)
+            with _LEAN_LOCK:
+                if pkg.__dict__.pop("__getattr__", None) is not None:
+                    try:
+                        loader.exec_module(pkg)
+                    except BaseException:
+                        pkg.__dict__["__getattr__"] = complete
+                        raise
+            try:
+                return pkg.__dict__[name]
+            except KeyError:
+                raise AttributeError(f"module 'libtmux' has no attribute {name!r}") from None
+
+        pkg.__dict__["__getattr__"] = complete
+        sys.modules["libtmux"] = pkg
+
+
+def tmux_cmd() -> type[libtmux.common.tmux_cmd]:
+    """libtmux's command runner (Server.cmd runs it), without the rest of libtmux."""
+    lean_libtmux()
+    import libtmux.common
+
+    return libtmux.common.tmux_cmd
 
 
 _SERVER_CLASS: type[libtmux.Server] | None = None
@@ -206,10 +258,13 @@ class Tmux:
 
     def _exec(self, args: list[str], check: bool = True) -> subprocess.CompletedProcess:
         """One tmux invocation of these words, as they are, through libtmux."""
+        runner = tmux_cmd()
         import libtmux.exc
 
         try:
-            out = self.server.cmd(*args)
+            # As Server.cmd runs it, with the same -u as JailServer.cmd and the same narrowing.
+            with client_environ(self.env):
+                out = runner(*self.base, "-u", *args, tmux_bin=self.require())
         except (libtmux.exc.LibTmuxException, OSError) as exc:
             raise TmuxjailError(f"tmux {args[0]}: {exc or type(exc).__name__}") from None
         proc = subprocess.CompletedProcess(

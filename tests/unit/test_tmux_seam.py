@@ -33,3 +33,31 @@ def test_paths_without_a_tmux_command_do_not_import_libtmux(tmp_path, argv):
 
 def test_tmux_module_imports_libtmux_only_when_it_runs_tmux():
     assert "libtmux" not in _modules("import tmuxjail.tmux; tmuxjail.tmux.Tmux(socket_name='x')")
+
+
+HEAVY_LIBTMUX = {"libtmux.server", "libtmux.session", "libtmux.window", "libtmux.pane", "libtmux.client",
+                 "libtmux.neo", "libtmux.hooks", "libtmux.options", "libtmux._internal.constants"}
+
+
+def test_a_tmux_command_loads_only_libtmuxs_command_runner():
+    """A command runs through libtmux's own runner (libtmux.common.tmux_cmd, what Server.cmd
+    runs) without libtmux's __init__, which imports every object class: start and list pay for
+    the runner only (bench/libtmux_cost.py measures both)."""
+    mods = _modules("import tmuxjail.tmux as T; T.Tmux(socket_name='tj-seam-none').version()")
+    assert {"libtmux", "libtmux.common", "libtmux.exc"} <= mods
+    assert not mods & HEAVY_LIBTMUX
+
+
+def test_the_package_completes_on_first_use_of_its_names():
+    """After the lean load, libtmux is whole again on demand: its names, `from libtmux import`,
+    and tmuxjail's Server class (the API's objects) are the real ones."""
+    code = ("import tmuxjail.tmux as T; T.Tmux(socket_name='tj-seam-none').version()\n"
+            "import libtmux, libtmux.server, libtmux.common\n"
+            "from libtmux import Pane, Session\n"
+            "assert libtmux.Server is libtmux.server.Server and Session.__module__ == 'libtmux.session'\n"
+            "assert issubclass(T.server_class(), libtmux.Server) and libtmux.__version__\n"
+            "assert T.tmux_cmd() is libtmux.common.tmux_cmd\n"
+            "import pytest\n"
+            "with pytest.raises(AttributeError):\n"
+            "    libtmux.no_such_name\n")
+    assert _modules(code) >= HEAVY_LIBTMUX
