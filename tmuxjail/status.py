@@ -20,7 +20,7 @@ import json
 import os
 import signal
 
-from .activity import guess
+from .activity import SCREEN_SEARCH, guess, needs_screen
 from .audit import latest
 from .context import server_of
 from .errors import TmuxjailError
@@ -34,10 +34,23 @@ PANE_MARK = " _pane "
 
 def placement(row) -> str:
     """"session" when tmuxjail created (and owns) the tmux session, else "window" or "split"."""
-    try:
-        return json.loads(row.request).get("placement", "session")
-    except (TypeError, ValueError):
-        return "session"
+    return _placement(row.request)
+
+
+_DECODED: dict[str, object] = {}  # JSON text -> what a row needs of it: rows share requests and policies
+
+
+def _placement(request: str) -> str:
+    got = _DECODED.get(request)
+    if got is None:
+        if len(_DECODED) > 4096:  # a long-lived caller (the API) lists again and again
+            _DECODED.clear()
+        try:
+            got = json.loads(request).get("placement", "session")
+        except (TypeError, ValueError, AttributeError):
+            got = "session"
+        _DECODED[request] = got
+    return str(got)
 
 
 def kind(start_command: str, fp: str | None) -> str | None:
@@ -63,11 +76,11 @@ class Server:
     """One tmux server's panes, read once for every session on it. (A plain class: dataclasses
     costs `list` ~15 ms of imports.)"""
 
-    def __init__(self, ctx, tmux):
+    def __init__(self, ctx, tmux, activity: bool = False):
         self.tmux = tmux
         # Another server that exists but does not answer us: its sessions may be running.
         self.why = tmux.unreachable() if tmux is not ctx.tmux else None
-        self.panes = [] if self.why else tmux.panes()
+        self.panes = [] if self.why else tmux.panes(SCREEN_SEARCH if activity else None)
         self.by_session: dict[str, list] = {}
         for p in self.panes:
             self.by_session.setdefault(p.session_name, []).append(p)
@@ -82,12 +95,13 @@ def rows(ctx, include_stopped: bool = False, check=None, activity: bool = True,
     if server is not None:
         records = [r for r in records if server in (r.tmux_socket, server_label(r.tmux_socket, ctx.env))]
     servers: dict[str | None, Server] = {}
+    labels: dict[str | None, str] = {}
     out: list[dict] = []
     for row in records:
         if row.tmux_socket not in servers:
-            servers[row.tmux_socket] = Server(ctx, server_of(ctx, row))
+            servers[row.tmux_socket] = Server(ctx, server_of(ctx, row), activity)
         s = servers[row.tmux_socket]
-        got = session_rows(ctx, row, s.panes, s.by_session)
+        got = session_rows(ctx, row, s.panes, s.by_session, labels)
         if s.why and row.status != "stopped":
             got = got[:1]
             got[0].update(status="unreachable", failure=s.why)
@@ -109,14 +123,20 @@ def server_label(socket: str | None, env) -> str:
     return name if default_socket(name, env) == socket else socket
 
 
-def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
-    """The session's own row first, then one per other pane it has (shells, unjailed panes)."""
+def session_rows(ctx, row, all_panes, by_session=None, labels=None) -> list[dict]:
+    """The session's own row first, then one per other pane it has (shells, unjailed panes).
+    labels: server labels by socket, filled as they are computed (one per server, not per row)."""
+    if labels is None:
+        labels = {}
+    if row.tmux_socket not in labels:
+        labels[row.tmux_socket] = server_label(row.tmux_socket, os.environ)
     if by_session is None:
         by_session = {}
         for p in all_panes:
             by_session.setdefault(p.session_name, []).append(p)
     out: list[dict] = []
-    owned = placement(row) == "session"
+    where = placement(row)
+    owned = where == "session"
     if row.status == "stopped":
         panes = []
     elif owned:
@@ -125,7 +145,7 @@ def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
         panes = [p for p in all_panes if p.tmuxjail_id == row.id]
     kinds = [(p, kind(p.start_command, row.fingerprint)) for p in panes]
     agent = next((p for p, k in kinds if k == "agent"), None)
-    main = _base(row, agent, "agent")
+    main = _base(row, agent, "agent", where, labels[row.tmux_socket])
     if row.status == "stopped":
         main["status"] = "stopped"
     elif row.status == "failed" and (agent is None or agent.pane_dead == "1"):
@@ -141,7 +161,7 @@ def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
             continue
         if k is None and not owned:
             continue
-        extra = _base(row, p, k or "unjailed")
+        extra = _base(row, p, k or "unjailed", where, labels[row.tmux_socket])
         if k is None:
             extra.update(status="unjailed", mode=None, fingerprint=None,
                          command=p.pane_current_command, start_command=p.start_command)
@@ -153,21 +173,28 @@ def session_rows(ctx, row, all_panes, by_session=None) -> list[dict]:
 
 def _network(row) -> str | None:
     """The effective network the session was started with (its recorded policy)."""
-    pol = row.policy_data
-    return pol.get("network", "host") if pol else None
+    if not row.policy:
+        return None
+    key = "network\0" + row.policy
+    if key not in _DECODED:
+        pol = json.loads(row.policy)
+        _DECODED[key] = pol.get("network", "host") if pol else None
+    got = _DECODED[key]
+    return None if got is None else str(got)
 
 
-def _base(row, pane, kind: str) -> dict:
+def _base(row, pane, kind: str, where: str, server: str) -> dict:
     return {
         "id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
         "network": _network(row), "status": None, "kind": kind, "agent": None,
         "fingerprint": row.fingerprint, "workspace": row.workspace, "created_at": row.created_at,
-        "tmux_socket": row.tmux_socket, "server": server_label(row.tmux_socket, os.environ),
+        "tmux_socket": row.tmux_socket, "server": server,
         "tmux_session": row.tmux_session,
         "tmux_pane": pane.pane_id if pane is not None else None,
         "private_home": row.private_home, "env_name": row.env_name,
-        "native_session_id": row.native_id, "placement": placement(row),
+        "native_session_id": row.native_id, "placement": where,
         "_foreground": pane.pane_current_command if pane is not None else "",
+        "_screen_hit": pane.screen_hit if pane is not None else "",
     }
 
 
@@ -218,9 +245,11 @@ def _audits(ctx, out: list[dict]) -> None:
 
 
 def _activity(tmux, out: list[dict]) -> None:
+    """The agent column: a shell's foreground process, an agent's screen. Only the screens in
+    which tmux's search found a line that may be a busy footer are captured."""
     live = [d for d in out if d["status"] == "running" and d["kind"] in ("agent", "shell")]
-    screens = tmux.captures([d["tmux_pane"] for d in live if d["kind"] == "agent"
-                                 and d["provider"] != "shell"])
+    screens = tmux.captures([d["tmux_pane"] for d in live
+                             if needs_screen(d["provider"], d["kind"], d["_screen_hit"])])
     for d in live:
         d["agent"] = guess(d["provider"], screens.get(d["tmux_pane"], ""), d["_foreground"], d["kind"])
 
@@ -229,4 +258,5 @@ def describe(ctx, row) -> dict:
     """The session as `list` shows it (one source for statuses)."""
     out = session_rows(ctx, row, server_of(ctx, row).panes())[0]
     out.pop("_foreground", None)
+    out.pop("_screen_hit", None)
     return out

@@ -202,10 +202,10 @@ class Store:
         self.db.execute(f"UPDATE sessions SET {sets} WHERE id=?", [*fields.values(), sid])
 
     def sessions(self, include_stopped: bool = False) -> list[SessionRow]:
-        q = "SELECT * FROM sessions"
+        q = f"SELECT {','.join(COLUMNS)} FROM sessions"
         if not include_stopped:
             q += " WHERE status != 'stopped'"
-        return [SessionRow(**dict(r)) for r in self.db.execute(q + " ORDER BY created_at, name")]
+        return [SessionRow._make(r) for r in self.db.execute(q + " ORDER BY created_at, name")]
 
     def delete_session(self, sid: str, updated_at: str) -> bool:
         """Delete a session row only if nobody changed it since it was read (prune)."""

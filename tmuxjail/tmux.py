@@ -195,7 +195,10 @@ def parse_version(text: str) -> tuple[int, int, str]:
 
 
 Pane = namedtuple("Pane", "session_name window_id pane_id pane_pid pane_dead pane_dead_status "
-                         "pane_current_command tmuxjail_id tmuxjail_fp start_command dead_signal")
+                         "pane_current_command tmuxjail_id tmuxjail_fp start_command dead_signal screen_hit",
+                  defaults=("",))
+# tmux refuses a command (all its words) of more than about 16 KB: captures() sends batches under this.
+BATCH_BYTES = 12_000
 
 
 class Tmux:
@@ -368,22 +371,32 @@ class Tmux:
         self.run("switch-client", *(["-c", client] if client else []), "-t", target)
 
     def captures(self, panes: list[str]) -> dict[str, str]:
-        """The visible screen of each pane, in one tmux call (a marker line between them)."""
-        if not panes:
-            return {}
+        """The visible screen of each pane, in as few tmux calls as its size limit allows (a
+        marker line before each screen)."""
+        # The marker's pane id comes from #{pane_id}: display-message runs its text through
+        # strftime, and `%12` would come out as a padded `%12`.
         mark = "tmuxjail-capture" + _marks()[0]
-        args: list[str] = []
-        for p in panes:
-            args += ["display-message", "-p", "-t", p, mark + p, ";", "capture-pane", "-p", "-t", p, ";"]
-        proc = self.run(*args[:-1], check=False)
         out: dict[str, str] = {}
-        current = None
-        for line in proc.stdout.splitlines():
-            if line.startswith(mark):
-                current = line[len(mark):]
-                out[current] = ""
-            elif current is not None:
-                out[current] += line + "\n"
+        batch: list[str] = []
+        size = 0
+        for i, p in enumerate(panes):
+            words = ["display-message", "-p", "-t", p, mark + "#{pane_id}", ";", "capture-pane", "-p", "-t", p, ";"]
+            batch += words
+            size += sum(len(w.encode()) + 1 for w in words)
+            if size < BATCH_BYTES and i < len(panes) - 1:
+                continue
+            # A last marker: libtmux drops the output's trailing empty lines, which would be the
+            # last screen's own bottom lines.
+            batch += ["display-message", "-p", mark + "end"]
+            current = None
+            for line in self.run(*batch, check=False).stdout.splitlines():
+                if line.startswith(mark):
+                    current = line[len(mark):]
+                    out[current] = ""
+                elif current is not None:
+                    out[current] += line + "\n"
+            out.pop("end", None)
+            batch, size = [], 0
         return out
 
     @staticmethod
@@ -400,18 +413,26 @@ class Tmux:
         args += self._option_args(pane, options)
         self._exec(args)
 
-    def panes(self) -> list[Pane]:
+    def panes(self, search: str | None = None) -> list[Pane]:
+        """Every pane of the server, in one list-panes. search: an extended regular expression
+        (tmux's #{C/ri:...}): each pane's screen_hit is the first line of its visible screen that
+        matches it, case-insensitively, from 1; "0" when none does."""
         if not self.binary or not os.path.exists(self.socket):
             return []
+        fields: tuple[str, ...] = PANE_FIELDS
+        if search is not None:
+            if any(c in search for c in "#{},"):  # format syntax: the pattern would not reach tmux whole
+                raise ValueError(f"a search pattern with format syntax: {search!r}")
+            fields = (*fields, f"C/ri:{search}")
         sep, end = _marks()
-        fmt = sep.join(f"#{{{f}}}" for f in PANE_FIELDS) + end
+        fmt = sep.join(f"#{{{f}}}" for f in fields) + end
         proc = self.run("list-panes", "-a", "-F", fmt, check=False)
         if proc.returncode != 0:
             return []
         out = []
         for record in proc.stdout.split(end + "\n"):
             parts = record.split(sep)
-            if len(parts) == len(PANE_FIELDS):
+            if len(parts) == len(fields):
                 out.append(Pane(*parts))
         return out
 

@@ -405,21 +405,35 @@ PANE_FORMAT = "\x1f".join(f"#{{{f}}}" for f in (
     "@tmuxjail_id", "@tmuxjail_fp", "pane_start_command"))
 
 
+# 18.7's floor: the least any libtmux-based list can do, in the same interpreter as tmuxjail's:
+# import libtmux and run the one list-panes -a query for the fields list reads.
+LIBTMUX_FLOOR = ("import sys, libtmux; "
+                 "libtmux.Server(socket_name=sys.argv[1]).cmd('list-panes', '-a', '-F', sys.argv[2])")
+
+
 def _measure_list(b: Bench, w: World, label: str, how: str) -> None:
+    sys.path.insert(0, str(REPO))
+    from tmuxjail.tmux import PANE_FIELDS
+
+    floor_fmt = "\x1f".join(f"#{{{f}}}" for f in PANE_FIELDS)
     ls_t: list[float | None] = []
     ver_t: list[float | None] = []
     panes_t: list[float | None] = []
+    floor_t: list[float | None] = []
     _, out = time_cmd(w.tj("list", "--json"), w.env)  # warm-up, and a sanity check
     rows = json.loads(out)
     running = sum(1 for r in rows if r.get("status") == "running")
     for _ in range(max(b.n, 5)):
         ls_t.append(time_cmd(w.tj("list", "--json"), w.env)[0])
+        floor_t.append(time_cmd([b.tools.tj_py, "-c", LIBTMUX_FLOOR, w.socket, floor_fmt], w.env)[0])
         ver_t.append(time_cmd([str(b.tools.tj), "--version"], w.env)[0])
         panes_t.append(time_cmd([b.tools.tmux, "-L", w.socket, "list-panes", "-a", "-F", PANE_FORMAT], w.env)[0])
     row = b.results.add("list", f"tmuxjail list --json, {label} session{'s' if label != '1' else ''}"
                         f"{' (fast path)' if 'fast' in how else ''}", "s", ls_t,
-                        note=f"{how}; list returned {len(rows)} rows, {running} running")
-    row.compare("tmuxjail --version", ver_t, target=1.5 if label == "500" else None)
+                        note=f"{how}; list returned {len(rows)} rows, {running} running; activity column included")
+    row.compare("floor: python -c 'import libtmux' + its one list-panes -a", floor_t,
+                target=1.5 if label == "500" else None)
+    row.compare("tmuxjail --version (info)", ver_t)
     row.compare("the one tmux list-panes -a call list makes (info)", panes_t)
 
 
