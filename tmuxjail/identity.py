@@ -9,6 +9,7 @@ import os
 import platform
 import pwd
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
@@ -31,20 +32,85 @@ def stat_key(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def _digest(fd: int, key: tuple[int, ...], path: Path | str) -> str:
+    """The sha256 of the open file, trusted only if its stat key is still `key` after the read."""
+    h = hashlib.sha256()  # OpenSSL's: it lets other threads run while it hashes a chunk
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    offset = 0
+    while n := os.preadv(fd, [buf], offset):
+        h.update(view[:n])
+        offset += n
+    if stat_key(os.fstat(fd)) != key:
+        raise UsageError(f"{path} changed while it was being hashed; try again")
+    return "sha256:" + h.hexdigest()
+
+
+class _Ahead:
+    """A digest being computed in a thread of its own, from a file opened when it was asked for."""
+
+    def __init__(self, fd: int, key: tuple[int, ...], path: str):
+        self.key = key
+        self.digest: str | None = None
+        self.thread = threading.Thread(target=self._run, args=(fd, path), name="tmuxjail-hash", daemon=True)
+        self.thread.start()
+
+    def _run(self, fd: int, path: str) -> None:
+        try:
+            self.digest = _digest(fd, self.key, path)
+        except (OSError, UsageError):
+            self.digest = None  # sha256_file hashes again, and says why if it cannot
+        finally:
+            os.close(fd)
+
+
+_AHEAD: dict[str, _Ahead] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def hash_ahead(paths: list[Path] | list[str], cache: DigestCache | None) -> None:
+    """Start hashing, each in a thread, the files whose digest the cache does not hold under
+    their stat identity today, so that a start overlaps a new executable's hash with the rest of
+    its work. sha256_file takes the result over only for the very stat identity it was computed
+    for (the file it opens then is the file that was hashed: the trust of the digest cache)."""
+    for path in map(str, paths):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue  # sha256_file will say why
+        try:
+            key = stat_key(os.fstat(fd))
+            with _AHEAD_LOCK:
+                known = path in _AHEAD and _AHEAD[path].key == key
+            if known or (cache is not None and cache.get_digest(path, key)):
+                os.close(fd)
+                continue
+        except BaseException:
+            os.close(fd)
+            raise
+        with _AHEAD_LOCK:
+            _AHEAD[path] = _Ahead(fd, key, path)
+
+
+def _taken_over(path: str, key: tuple[int, ...]) -> str | None:
+    with _AHEAD_LOCK:
+        ahead = _AHEAD.pop(path, None)
+    if ahead is None or ahead.key != key:
+        return None
+    ahead.thread.join()
+    return ahead.digest
+
+
 def sha256_file(path: Path, cache: DigestCache | None = None) -> str:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         key = stat_key(os.fstat(fd))
         if cache is not None and (hit := cache.get_digest(str(path), key)):
             return hit
-        h = hashlib.sha256()
-        with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
-            while chunk := f.read(CHUNK):
-                h.update(chunk)
-        # Only trust the digest if the file did not change while it was read.
+        digest = _taken_over(str(path), key) or _digest(fd, key, path)
+        # The file this process will name in the policy is, still, the file that was hashed.
         if stat_key(os.fstat(fd)) != key:
             raise UsageError(f"{path} changed while it was being hashed; try again")
-        digest = "sha256:" + h.hexdigest()
         if cache is not None:
             cache.put_digest(str(path), key, digest)
         return digest
