@@ -250,6 +250,9 @@ def lookup(ctx: Context, key: str, opts: StartOptions, workspaces: tuple[str, ..
         if not isinstance(data, dict) or canon.fingerprint(data) != fp:
             return None
         now = record(ctx, entry["lookup"], opts.provider, mode, cfg, workspaces, adapter)
+        if now is not None and now["stat"] != entry["record"].get("stat"):
+            # A new CLI version (or a touched one): hashed in a thread while the full resolution loads.
+            identity.hash_ahead([f for f, *_ in now["stat"]], ctx.store)
         if now is None or now != entry["record"]:
             return None
         approval = None

@@ -1,10 +1,13 @@
-"""A start hashes a new executable ahead (tmuxjail/ahead.py, in a thread while the start code
-loads), and the policy still names the executable by the digest of what is there: a changed CLI
-is never named by its old digest, and a cached one is not hashed again."""
+"""A start whose executable changed since its policy was cached (a new CLI version) hashes it
+ahead (warm.lookup -> identity.hash_ahead, in a thread while the full resolution loads), and the
+policy still names the executable by the digest of what is there: a changed CLI is never named by
+its old digest."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import sqlite3
 
 import pytest
 
@@ -19,12 +22,16 @@ def test_a_changed_executable_is_named_by_its_new_digest(jail_env):
     env = jail_env
     exe = env.bin / "codex"
 
-    def named() -> str:
-        out = env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--dry-run")
-        return out["policy"]["executable"]["sha256"]
+    def started(name: str) -> str:
+        env.run("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", name, "--detach",
+                check=True)
+        db = sqlite3.connect(f"file:{env.store}?mode=ro", uri=True)
+        policy = db.execute("SELECT policy FROM sessions WHERE name=?", (name,)).fetchone()[0]
+        db.close()
+        return json.loads(policy)["executable"]["sha256"]
 
-    assert named() == _sha(exe)
-    assert named() == _sha(exe)  # from the digest cache
-    with open(exe, "a") as f:
+    assert started("a") == _sha(exe)
+    assert started("b") == _sha(exe)  # a warm start: the cached policy
+    with open(exe, "a") as f:  # a new version: the warm start misses, and hashes it ahead
         f.write("# a new version\n")
-    assert named() == _sha(exe)
+    assert started("c") == _sha(exe)

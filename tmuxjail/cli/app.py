@@ -324,10 +324,6 @@ def _dispatch(p: argparse.ArgumentParser, args, passthrough: list[str], json_out
         raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
                             hint=paths.HOME_FIX)
     name = "approve --candidate" if args.command == "approve" and args.candidate else args.command
-    if name == "start":
-        from .. import ahead  # seam: a new executable's hash overlaps loading the start code
-
-        ahead.start(call.ctx, getattr(args, "provider", None))
     res = handler(name)(call)
     code = out(res, json_out)
     if res.bring is not None:
