@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import tmuxjail
@@ -19,6 +20,7 @@ ETC_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "
 # Walked for what others cannot read when tmuxjail runs as root (uid 0 in the jail owns it all).
 # /usr is not walked: 138k entries, ~0.9 s warm here, and Debian ships nothing secret there.
 ROOT_WALK = ("/etc", "/opt")
+PACKAGES = ("tmuxjail", "tmuxjail.adapters", "tmuxjail.profile_data")  # what tmuxjail installs
 
 
 def root_only(roots=ROOT_WALK) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -321,7 +323,8 @@ def own_install() -> tuple[str, ...]:
     """The paths of tmuxjail's own install that the launcher executes or imports outside the jail
     (package, venv, interpreter, stdlib, bwrap) and that a capability-less process of this user
     could change: a compatibility jail must get them read-only."""
-    candidates = [os.path.dirname(tmuxjail.__file__), sys.prefix, sys.executable,
+    pkg = os.path.dirname(tmuxjail.__file__)
+    candidates = [pkg, *_outside(pkg, package_dirs()), sys.prefix, sys.executable,
                   os.path.dirname(os.__file__), *FIXED_PATHS]
     out: list[str] = []
     for c in candidates:
@@ -329,6 +332,18 @@ def own_install() -> tuple[str, ...]:
         if os.path.exists(real) and _writable(real) and real not in out:
             out.append(real)
     return tuple(sorted(out))
+
+
+def package_dirs() -> list[str]:
+    """Where each package of tmuxjail lives (warm.py keys the policy cache on these files)."""
+    return [os.path.dirname(str(import_module(m).__file__)) for m in PACKAGES]
+
+
+def _outside(pkg: str, dirs: list[str]) -> list[str]:
+    """An editable install keeps adapters/ and profiles/ outside the package: the profiles and
+    adapter code every start resolves its policy from. Inside it, the package's own bind covers them."""
+    root = os.path.realpath(pkg)
+    return [d for d in dirs if not (os.path.realpath(d) + os.sep).startswith(root + os.sep)]
 
 
 def _writable(path: str) -> bool:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 FORMAT = 1  # of the key and the entry: bump when either changes meaning
 ENV_READ = ("TMUXJAIL_ALLOWED_MODES", "TMUXJAIL_NETWORK")  # what config.load reads of the environment
 DEPENDENCIES = ("pydantic/__init__.py", "pydantic/version.py", "pydantic_core/__init__.py")
-PACKAGES = ("tmuxjail", "tmuxjail.adapters", "tmuxjail.profile_data")  # what installed() walks
+PACKAGES = host.PACKAGES  # what installed() walks
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,12 @@ MAC key nor change, replace or add one, and the next start still takes the entry
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
+
 import pytest
+from conftest import STANDIN, furnish
 from test_escapes import ALL, Jail
 
 from tmuxjail import policycache
@@ -36,3 +41,105 @@ def test_a_jail_cannot_read_or_write_the_policy_cache(world, mode):
     Jail(env, mode, name="after")  # still a hit on what tmuxjail wrote
     assert {p: p.stat().st_ino for p in cache.iterdir()} == inodes
     assert env.sentinel.read_text() == "untouched"
+
+
+def _start(env, *args: str) -> dict:
+    return env.json("start", *args, "--workspace", str(env.ws), "--detach")
+
+
+def _full(env, *args: str) -> str:
+    """The fingerprint a full resolution gives the same request now (a dry run never uses the cache)."""
+    return env.json("start", *args, "--workspace", str(env.ws), "--dry-run")["fingerprint"]
+
+
+def test_a_cli_rewritten_in_place_by_a_compatibility_jail_is_resolved_again(world):
+    """Compatibility leaves the home writable, and the CLI may be installed there (~/.local/bin, an
+    npm prefix). An agent rewrites it in place keeping its inode, size and mtime (only its ctime
+    moves): the next start must hash it again and run under the policy naming the new file, not
+    take the cached policy of the old one."""
+    env = world
+    local_bin = env.home / ".local" / "bin"
+    local_bin.mkdir(parents=True)
+    cli = local_bin / "codex"
+    cli.write_bytes(STANDIN.read_bytes() + b"# aaaa\n")
+    cli.chmod(0o755)
+    env.vars["PATH"] = f"{local_bin}:{env.vars['PATH']}"
+    req = ("codex", "--mode", "compatibility")
+    first = _start(env, *req, "--name", "c1")
+    assert first["fingerprint"] == _full(env, *req)
+    before = os.stat(cli)
+    jail = Jail(env, "compatibility")
+    out = jail.sh(f"""
+        python3 - <<'PY'
+import os
+p = {str(cli)!r}
+st = os.stat(p)
+data = open(p, "rb").read().replace(b"# aaaa", b"# bbbb")
+with open(p, "r+b") as f:
+    f.write(data)
+os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+print("REWRITTEN")
+PY
+    """)
+    assert out.split() == ["REWRITTEN"], out
+    after = os.stat(cli)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    second = _start(env, *req, "--name", "c2")
+    assert second["fingerprint"] != first["fingerprint"], "the cached policy of the old executable was used"
+    assert second["fingerprint"] == _full(env, *req)
+
+
+def test_a_git_dir_made_by_an_isolated_jail_is_protected_at_the_next_start(world):
+    """A strict jail protects every .git present at start. An agent makes one during a session
+    (`git init` in a subdirectory): the next start of the same request must find it and bind it
+    read-only, not take the cached policy that had none."""
+    env = world
+    first = Jail(env, "isolated", name="first")
+    out = first.sh("mkdir -p sub/.git/hooks && echo MADE")
+    assert out.split() == ["MADE"], out
+    again = Jail(env, "isolated", name="again")
+    assert again.info["fingerprint"] != first.info["fingerprint"], "the cached policy without the new .git was used"
+    assert again.info["fingerprint"] == _full(env, "shell", "--mode", "isolated")
+    again.n = first.n  # the first jail's scripts and outputs are still in the workspace
+    out = again.sh("""
+        printf 'touch /tmp/pwned' > sub/.git/hooks/pre-commit 2>/dev/null && echo HOOK_WRITTEN
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert not (env.ws / "sub" / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_compatibility_cannot_rewrite_profiles_or_adapters_kept_outside_the_package(jail_env):
+    """An editable install (`pip install -e`, README "Development") keeps tmuxjail.adapters and
+    tmuxjail.profile_data in the checkout's adapters/ and profiles/, outside tmuxjail/: the
+    profiles and adapter code every start resolves its policy from, run outside every jail. A
+    compatibility jail must get them read-only, as it gets the package itself. (Laid out here
+    with the package copied onto PYTHONPATH and those two directories linked out of it.)"""
+    import tmuxjail
+
+    env = jail_env
+    site, checkout = env.root / "site", env.root / "checkout"
+    shutil.copytree(Path(tmuxjail.__file__).parent, site / "tmuxjail",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    checkout.mkdir()
+    for sub, top in (("adapters", "adapters"), ("profile_data", "profiles")):
+        shutil.move(site / "tmuxjail" / sub, checkout / top)
+        (site / "tmuxjail" / sub).symlink_to(checkout / top)
+    env.vars["PYTHONPATH"] = str(site)
+    env = furnish(env)
+    profile = checkout / "profiles" / "shell.toml"
+    adapter = checkout / "adapters" / "shell.py"
+    before = {p: p.read_bytes() for p in (profile, adapter)}
+    jail = Jail(env, "compatibility")
+    assert jail.info["fingerprint"] == _full(env, "shell", "--mode", "compatibility")
+    out = jail.sh(f"""
+        echo '# planted' >> {profile} 2>/dev/null && echo PROFILE_WRITTEN
+        echo 'import os  # planted' >> {adapter} 2>/dev/null && echo ADAPTER_WRITTEN
+        echo '# planted' >> {site}/tmuxjail/profile_data/shell.toml 2>/dev/null && echo LINKED_PROFILE_WRITTEN
+        touch {checkout}/adapters/planted.py 2>/dev/null && echo ADAPTER_PLANTED
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (checkout / "adapters" / "planted.py").exists()
+    env.unchanged()
