@@ -184,6 +184,24 @@ def key_of(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: 
     return canon.sha256_hex(canon.canonical_json(material).encode())
 
 
+def _identity_now() -> tuple[list[Any], list[Any]] | None:
+    try:
+        return installed(), dependencies()
+    except OSError:
+        return None
+
+
+# tmuxjail's files and pydantic as this process loaded them: a process older than the install
+# (an orchestrator that imported tmuxjail.api before an upgrade) runs the old code and holds the
+# profiles it loaded then, so what it resolves is not what a fresh start would.
+_LOADED = _identity_now()
+
+
+def loaded_is_installed() -> bool:
+    now = _identity_now()
+    return now is not None and now == _LOADED
+
+
 # -- host facts --------------------------------------------------------------------------------
 
 def record(ctx: Context, lookup: dict[str, Any], provider: str, mode: Mode, cfg: Config,
@@ -276,11 +294,13 @@ def full(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: Mo
     out = WarmPlan(PolicyView(as_data(p.policy)), p.fingerprint, p.adapter, list(p.resolved.argv), p.approval, False)
     if key is None:
         return out
-    # Remembered only if no input changed while it ran.
+    # Remembered only if no input changed while it ran, nor since this process loaded its code.
     rec = resolved_record(ctx, p)
     if rec is None or cfg_digest != load_config(ctx.paths.config_file)[1]:
         return out
     if key != key_of(ctx, opts, workspaces, mode, cfg_digest, p.backend.path, p.unguarded):
+        return out
+    if not loaded_is_installed():
         return out
     profile = profiles.load(opts.provider)
     entry = {

@@ -91,6 +91,8 @@ class World:
         return canonical_workspaces(opts.workspaces, str(self.wss[0]))
 
     def warm(self, opts: StartOptions) -> warm.WarmPlan:
+        """A start, as a fresh `tmuxjail start` process makes it (it loads the install as it is now)."""
+        self.mp.setattr(warm, "_LOADED", warm._identity_now())
         ctx = self.ctx()
         return warm.resolve(ctx, opts, self.workspaces(opts))
 
@@ -447,3 +449,37 @@ def test_the_key_has_every_variable_the_resolution_reads():
     for name in resolution:
         src = (root / name).read_text()
         assert not re.search(r"os\.environ|getenv\(", src), f"{name} reads the environment: add it to the key"
+FRESH = """
+import json, os, sys
+from tmuxjail import plan, warm
+from tmuxjail.context import Context
+from tmuxjail.request import StartOptions, canonical_workspaces
+from tmuxjail.tmux import Tmux
+ctx = Context(Tmux(socket_name="tj-warm-unused", env=dict(os.environ)))
+opts = StartOptions(provider="pi", mode="isolated")
+ws = canonical_workspaces((), sys.argv[1])
+got = warm.resolve(ctx, opts, ws)
+p = plan.resolve(ctx, "pi", "isolated", ws, "default", ())
+print(json.dumps({"hit": got.hit, "fingerprint": got.fingerprint, "full": p.fingerprint}))
+"""
+
+
+def test_a_process_older_than_the_install_never_fills_the_cache(world, monkeypatch):
+    """An orchestrator imports tmuxjail once (tmuxjail.api) and starts jails for hours. After an
+    upgrade it still runs the code and holds the profiles it loaded before (profiles.load is
+    cached per process): its resolution is not what a fresh start makes, and must not be
+    remembered under the new install's key, where every later start would take it."""
+    import subprocess
+    import sys
+
+    from tmuxjail import profiles
+
+    hit_then_same(world, BASE)
+    held = profiles.load("pi")  # what this process loaded before the upgrade (here: a stale copy)
+    monkeypatch.setattr(profiles, "load", lambda provider: held.model_copy(update={"profile_version": "0-old"}))
+    _touch(_installed("tmuxjail.profile_data", "pi.toml"))  # the upgrade: the install changes on disk
+    assert not warm.resolve(world.ctx(), BASE, world.workspaces(BASE)).hit  # this old process starts one
+    proc = subprocess.run([sys.executable, "-P", "-c", FRESH, str(world.wss[0])], capture_output=True, text=True,
+                          check=True, env=dict(os.environ, **world.vars))
+    fresh = json.loads(proc.stdout)
+    assert fresh["fingerprint"] == fresh["full"], "a fresh start took the stale process's policy from the cache"
