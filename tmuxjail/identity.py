@@ -8,7 +8,7 @@ import json
 import os
 import platform
 import pwd
-import shutil
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -139,13 +139,23 @@ def find(names: tuple[str, ...], path_env: str, override: str | None, provider: 
             raise UsageError(f"{provider}: configured executable {p} is not an executable file")
         return p
     for name in names:
-        hit = shutil.which(name, path=path_env)
-        if hit and os.path.isabs(hit):
+        if hit := which(name, path_env):
             return Path(hit)
     raise UsageError(
         f"{provider}: no executable named {' or '.join(names)} found on PATH",
         hint=f"install it, or set [providers.{provider}] executable = \"/path\" in the config",
     )
+
+
+def which(name: str, path_env: str) -> str | None:
+    """The first program named `name` on PATH that execvp would run: an absolute regular file we
+    may execute. Anything else is passed over, as execvp passes it (an executable FIFO planted
+    there would hang the start on reading its shebang)."""
+    for d in path_env.split(os.pathsep):
+        hit = os.path.join(d, name)
+        if os.path.isabs(hit) and os.path.isfile(hit) and os.access(hit, os.X_OK):
+            return hit
+    return None
 
 
 def _package_root(real: Path, levels: int = 4) -> tuple[Path | None, str]:
@@ -169,10 +179,15 @@ def _package_root(real: Path, levels: int = 4) -> tuple[Path | None, str]:
 
 def _shebang(path: Path) -> list[str]:
     try:
-        with open(path, "rb") as f:
-            head = f.read(256)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # never wait on a FIFO
     except OSError:
         return []
+    try:
+        head = os.read(fd, 256) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
     if not head.startswith(b"#!"):
         return []
     return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
@@ -204,8 +219,8 @@ def locate(adapter, found: Path, path_env: str) -> Located:
     shebang = _shebang(real)
     if shebang:
         interp = shebang[1] if Path(shebang[0]).name == "env" and len(shebang) > 1 else shebang[0]
-        interp_path = shutil.which(interp, path=path_env) if not os.path.isabs(interp) else interp
-        if not interp_path or not os.path.exists(interp_path):
+        interp_path = which(interp, path_env) if not os.path.isabs(interp) else interp
+        if not interp_path or not os.path.isfile(interp_path):
             raise UsageError(f"{found}: its interpreter {interp!r} cannot be found")
         interp_real = Path(interp_path).resolve()
         argv = [str(interp_real), str(real)]

@@ -4,6 +4,7 @@ MAC key nor change, replace or add one, and the next start still takes the entry
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -143,3 +144,23 @@ def test_compatibility_cannot_rewrite_profiles_or_adapters_kept_outside_the_pack
     assert {p: p.read_bytes() for p in before} == before
     assert not (checkout / "adapters" / "planted.py").exists()
     env.unchanged()
+
+
+def test_a_fifo_planted_on_path_by_a_compatibility_jail_never_hangs_the_next_start(world):
+    """Compatibility leaves ~/.local/bin writable, and login shells put it first on PATH. An
+    agent plants an executable FIFO there under the CLI's name: the next start (warm or full)
+    opened it to read a shebang and waited forever. It is not a program (execvp goes on past
+    it): the start takes the CLI further down PATH, as a shell would."""
+    env = world
+    local_bin = env.home / ".local" / "bin"
+    local_bin.mkdir(parents=True)
+    env.vars["PATH"] = f"{local_bin}:{env.vars['PATH']}"
+    req = ("codex", "--mode", "compatibility")
+    first = _start(env, *req, "--name", "c1")
+    jail = Jail(env, "compatibility")
+    out = jail.sh(f"mkfifo -m 755 {local_bin}/codex && echo PLANTED")
+    assert out.split() == ["PLANTED"], out
+    proc = env.run("start", *req, "--workspace", str(env.ws), "--detach", "--name", "c2", "--json", timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    second = json.loads(proc.stdout)
+    assert second["fingerprint"] == first["fingerprint"] == _full(env, *req)
