@@ -21,7 +21,9 @@ LIMITS = {"tmp": ("tmp_bytes", 1 << 20), "run": ("run_bytes", 1 << 20), "home": 
           "nproc": ("nproc", 16)}
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 NETWORKS = ("none", "proxy", "host")  # narrowest first
-DEFAULT_NETWORK = "host"
+# Compatibility keeps the host's network; strict modes go out only through the session's
+# allowlisting proxy (README, "Network policy"). Per mode, this is also the widest a request may ask.
+DEFAULT_NETWORK = {"compatibility": "host", "isolated": "proxy", "verified": "proxy"}
 
 
 def check_network(value: object, where: str, error: type[TmuxjailError] = ConfigError) -> str:
@@ -35,6 +37,16 @@ def narrower(a: str, b: str) -> str:
     return a if NETWORKS.index(a) <= NETWORKS.index(b) else b
 
 
+def network_fix(mode: str, want: str, config_file: str, env_network: str | None) -> str:
+    """What lets a session of `mode` have network `want`: the exact config line (it is both the
+    default there and the widest a request may ask), or dropping the environment's narrowing."""
+    env = (env_network or "").strip()
+    if env in NETWORKS and NETWORKS.index(env) < NETWORKS.index(want):
+        return f"TMUXJAIL_NETWORK={env} narrows every mode: unset it"
+    return (f'add `{mode} = "{want}"` under [network] in {config_file} '
+            f"(the widest network a {mode} session may ask, and its default)")
+
+
 @dataclass(frozen=True)
 class Config:
     default_mode: str = "compatibility"
@@ -45,11 +57,12 @@ class Config:
     source: str = "(defaults)"
     limits: dict[str, Any] = field(default_factory=dict)  # overrides of model.Limits, by field name
     # mode -> the network a session gets when the request names none, and the widest it may ask.
-    network: dict[str, str] = field(default_factory=lambda: dict.fromkeys(MODES, DEFAULT_NETWORK))
+    network: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_NETWORK))
     # [network.resolve]: (name, address, test_upstream), sorted; see _resolve_table.
     resolve: tuple[tuple[str, str, bool], ...] = ()
     # mode -> the widest domain patterns a proxied jail of that mode may reach (netpolicy).
     allow_domains: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict.fromkeys(MODES, (ANY,)))
+    env_network: str | None = None  # TMUXJAIL_NETWORK as given (it narrowed `network`)
 
 
 def _limits(raw: object, source: str) -> dict[str, Any]:
@@ -113,7 +126,7 @@ def _allow_domains(raw: object, source: str) -> dict[str, tuple[str, ...]]:
 def _network(raw: object, source: str, env_network: str | None) -> dict[str, str]:
     if not isinstance(raw, dict) or set(raw) - {*MODES, "resolve", "allow_domains"}:
         raise ConfigError(f"{source}: network: must be a table of mode = \"host\", \"proxy\" or \"none\"")
-    out = {m: check_network(raw.get(m, DEFAULT_NETWORK), f"{source}: network.{m}") for m in MODES}
+    out = {m: check_network(raw.get(m, DEFAULT_NETWORK[m]), f"{source}: network.{m}") for m in MODES}
     if env_network:
         narrow = check_network(env_network.strip(), "TMUXJAIL_NETWORK")
         out = {m: narrower(v, narrow) for m, v in out.items()}  # can only narrow
@@ -177,6 +190,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         executables=executables,
         accept_missing_guards=tuple(accept),
         source=source,
+        env_network=env_network or None,
     )
 
 

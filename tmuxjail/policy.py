@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import netpolicy
 from .canon import fingerprint as _fingerprint
-from .config import NETWORKS
+from .config import NETWORKS, network_fix
 from .errors import NotApproved, UsageError
 from .model import Limits, Mode, Network, Policy, Profile
 from .policyview import GIT_WRITE as GIT_WRITE  # defined where the warm start reads them
@@ -80,6 +80,7 @@ class Facts:
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
     limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of model.Limits
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
+    env_network: str | None = None  # TMUXJAIL_NETWORK, when set (what narrowed `network`)
     resolve: tuple[tuple[str, str, bool], ...] = ()  # the config's [network.resolve] (proxy only)
     allow_ceiling: tuple[str, ...] = (netpolicy.ANY,)  # the config's allow_domains for this mode
     # What the launcher runs outside every jail (tmuxjail's package, venv, interpreter, stdlib,
@@ -94,8 +95,10 @@ def _network(req: Request, facts: Facts) -> Network:
         raise UsageError(f"network {want!r}: must be host, proxy or none")
     if NETWORKS.index(want) > NETWORKS.index(facts.network):
         raise NotApproved(
-            f"network {want} is not allowed in {req.mode.value} mode by the operator config",
-            hint=f"the config (or TMUXJAIL_NETWORK) allows {facts.network} there", data={"reason": "network"},
+            f"network {want} is not allowed in {req.mode.value} mode (the widest allowed there is {facts.network})",
+            hint="to allow it: " + network_fix(req.mode.value, want, facts.config_dir + "/config.toml",
+                                               facts.env_network),
+            data={"reason": "network"},
         )
     return cast("Network", want)  # one of NETWORKS: checked above
 

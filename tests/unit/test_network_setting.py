@@ -30,13 +30,14 @@ def resolve(mode="isolated", network=None, ceiling="host"):
     return policy.as_data(policy.resolve(req, profiles.load("codex"), adapter("codex"), facts))
 
 
-def test_config_network_defaults_to_host_in_every_mode():
-    assert config.parse("", "c.toml").network == dict.fromkeys(MODES, "host")
+def test_config_network_defaults_host_in_compatibility_and_proxy_in_strict_modes():
+    assert config.parse("", "c.toml").network == {"compatibility": "host", "isolated": "proxy", "verified": "proxy"}
+    assert config.Config().network == config.parse("", "c.toml").network
 
 
 def test_config_network_per_mode_and_the_environment_only_narrows():
     c = config.parse('[network]\nisolated = "none"\n', "c.toml")
-    assert c.network == {"compatibility": "host", "isolated": "none", "verified": "host"}
+    assert c.network == {"compatibility": "host", "isolated": "none", "verified": "proxy"}
     assert config.parse('[network]\nisolated = "none"\n', "c.toml", env_network="host").network == c.network
     assert config.parse("", "c.toml", env_network="none").network == dict.fromkeys(MODES, "none")
     # proxy lies between: it narrows host, never widens none.
@@ -67,6 +68,16 @@ def test_policy_network_default_request_and_narrowing(mode):
     with pytest.raises(NotApproved) as e:
         resolve(mode, "host", ceiling="none")  # a request never widens the operator's setting
     assert e.value.data["reason"] == "network"
+
+
+def test_refusing_a_wider_network_names_the_config_line_that_allows_it():
+    with pytest.raises(NotApproved) as e:
+        resolve("isolated", "host", ceiling="proxy")
+    assert e.value.data["reason"] == "network" and "the widest allowed there is proxy" in e.value.message
+    assert f'`isolated = "host"` under [network] in {HOME}/.config/tmuxjail/config.toml' in (e.value.hint or "")
+    # When the environment narrowed it, the config line would not help: say so instead.
+    assert "unset it" in config.network_fix("isolated", "host", "c.toml", "none")
+    assert "under [network]" in config.network_fix("isolated", "host", "c.toml", "host")
 
 
 def test_network_change_is_the_network_reason_and_changes_the_fingerprint():

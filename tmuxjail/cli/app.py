@@ -97,7 +97,8 @@ def parser() -> argparse.ArgumentParser:
                    help="private-home environment for isolated mode (default: default)")
     s.add_argument("--network", choices=("host", "none", "proxy"), default=None,
                    help="host: the host's network; none: only the jail's own loopback; proxy: only through the "
-                        "session's proxy, to public destinations its allow list names (default: from config, host)")
+                        "session's proxy, to public destinations its allow list names (default: from config; host in "
+                        "compatibility, proxy in isolated and verified)")
     s.add_argument("--allow-domain", action="append", default=None, metavar="PATTERN", dest="allow_domain",
                    help=ALLOW_DOMAIN_HELP)
     s.add_argument("--capability", action="append", default=[], metavar="ID",

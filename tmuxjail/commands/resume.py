@@ -4,9 +4,11 @@ refused (exit 3) when today's policy is not the recorded one."""
 from __future__ import annotations
 
 import json
+import os
 
 from .. import jail, log, plan
 from ..adapters import get as get_adapter
+from ..config import network_fix
 from ..context import Context, where_it_runs
 from ..errors import UsageError
 from ..model import Mode, Policy
@@ -43,9 +45,12 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         reasons = reasons or ["tampered"]
         store.event("resume-refused", row.id, reasons=reasons, old=row.fingerprint, new=fp)
         log.warning("resume_refused", session=name, reasons=reasons)
+        hint = f"inspect with `tmuxjail show {name}`, then start a new session"
+        if "network" in reasons:
+            hint = _network_hint(ctx, row, pol)
         raise plan.refuse(row, reasons,
                           f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
-                          f"inspect with `tmuxjail show {name}`, then start a new session")
+                          hint)
     assert pol is not None  # the recorded fingerprint comes with a policy
     panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
     jailed = [p for p in panes if is_jail_pane(p, row)]
@@ -82,6 +87,16 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
             raise
         store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
         return jail.settle(ctx, row.id, row.tmux_session, pane, spec, "resume", pol, fp, detach)
+
+
+def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
+    """What to do when the network changed: keep the old one (the exact config line), or move
+    to today's (sessions of strict modes started before their default became proxy land here)."""
+    old = (row.policy_data or {}).get("network", "host")
+    now = f"{row.mode} sessions now get {pol.network}" if pol is not None else "the config no longer allows it"
+    keep = network_fix(row.mode, old, str(ctx.paths.config_file), os.environ.get("TMUXJAIL_NETWORK"))
+    move = f"; or run it under {pol.network} with `tmuxjail resume {row.name} --accept-changes`" if pol else ""
+    return f"it ran with network {old} and {now}: to resume it as it was, {keep}{move}"
 
 
 def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str) -> str:
