@@ -132,6 +132,11 @@ class World:
                    XDG_STATE_HOME=str(self.home / ".local/state"), XDG_DATA_HOME=str(self.home / ".local/share"),
                    XDG_CACHE_HOME=str(self.home / ".cache"), PATH=f"{self.bin}:{env.get('PATH', os.defpath)}")
         self.env = env
+        # Isolated mode defaults to proxy, which is also the widest it may ask: the host-network
+        # baseline needs the operator's line.
+        cfg = self.home / ".config" / "tmuxjail"
+        cfg.mkdir(parents=True)
+        (cfg / "config.toml").write_text('[network]\nisolated = "host"\n')
         codex = self.bin / "codex"
         codex.write_text(f"#!/bin/sh\n: > {READY}\nexec sleep 3600\n")
         codex.chmod(0o755)

@@ -114,6 +114,10 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
     add("tmux socket dir", *_socket_dir(tmux.socket))
     add("config", *_config())
+    ok, detail, needed = _proxy()
+    add("egress proxy", ok, detail,
+        "sudo apt-get install -y python3   (the in-jail bridge runs it), or give strict modes another network: "
+        '`isolated = "none"` under [network] in the config', required=needed)
     add("store", *_store(store_path))
     inst = host.own_install()
     add("install", not inst,
@@ -164,6 +168,28 @@ def _config() -> tuple[bool, str, str]:
     except Exception as exc:  # noqa: BLE001 - ConfigError, or anything else that stops start
         return False, getattr(exc, "message", str(exc)), f"fix or move {path}, then rerun `tmuxjail doctor`"
     return True, f"{path}" + (" (not present: defaults)" if cfg.source == "(defaults)" else " parses"), ""
+
+
+def _proxy() -> tuple[bool, str, bool]:
+    """Can a `proxy` jail start here (the default of strict modes)? Its bridge needs a Python
+    inside the jail, and the proxy needs pidfds to die with the jail. Required when the config
+    gives some mode `proxy`."""
+    import sys
+
+    from . import netbridge
+
+    try:
+        needed = "proxy" in config.load(paths.get().config_file).network.values()
+    except Exception:  # noqa: BLE001 - the config check reports it
+        needed = True
+    python = netbridge.python_for_jail({"mode": "isolated"}, sys.executable)
+    if python is None:
+        return False, "no Python 3 a strict jail can run (/usr/bin/python3) for the proxy's bridge", needed
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (OSError, AttributeError):
+        return False, "this kernel has no pidfd_open (Linux 5.3+): the proxy could outlive its jail", needed
+    return True, f"per-session CONNECT proxy; the in-jail bridge runs {python}", needed
 
 
 def _store(path: Path) -> tuple[bool, str, str]:

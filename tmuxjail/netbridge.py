@@ -4,7 +4,8 @@ Inside the jail's own network namespace, the command runs under a tiny bridge (B
 Python visible inside the jail, with the jail's rights only): it listens on 127.0.0.1:PORT and
 [::1]:PORT, forks, and the original process execs the CLI with HTTPS_PROXY & co pointing at that
 port; the child relays each connection, byte for byte and unparsed, to the proxy's unix socket
-bound at SOCKET. When the CLI exits, bubblewrap tears the PID namespace down and the bridge with it."""
+bound at SOCKET. When the CLI exits, the child exits too (a pidfd of the CLI), and bubblewrap
+tears the PID namespace down besides."""
 
 from __future__ import annotations
 
@@ -27,10 +28,19 @@ for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
         s = socket.socket(fam); s.bind((host, port)); s.listen(128); ls.append(s)
     except OSError as e:
         if fam == socket.AF_INET: die("cannot listen on 127.0.0.1:%d: %s" % (port, e.strerror))
+me = os.getpid()
 if os.fork():
     for s in ls: s.close()
     try: os.execvp(argv[0], argv)
     except OSError as e: die("cannot run %s: %s" % (argv[0], e.strerror))
+# The relay lives exactly as long as the command (the parent, exec'd): a jail's PID namespace
+# would end it anyway, but not where no namespace holds it (a bench, a jail without one).
+try: w = os.pidfd_open(me)
+except OSError: os._exit(0)
+if os.getppid() != me: os._exit(0)
+def gone():
+    import select; select.select([w], [], []); os._exit(0)
+threading.Thread(target=gone, daemon=True).start()
 os.setsid()
 n = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2): os.dup2(n, fd)

@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+from typing import NoReturn
 
 from . import netcheck
 
@@ -306,6 +307,41 @@ def session_dir(store: str, session_id: str) -> str:
     return os.path.join(os.path.dirname(store), "net", sid)
 
 
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][:1] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def clear_stale(directory: str, wait: float = 0.0) -> list[str]:
+    """Remove the sockets of this directory's jails that are gone (proxy-PID.sock: PID is the
+    launcher that became the jail's bwrap, and no longer runs), waiting up to `wait` seconds for
+    ones that are ending. A proxy removes its socket as it exits; this catches one that was
+    killed. Never a live jail's: unlinking a socket bound into a jail would detach it there.
+    Returns the names removed."""
+    removed: list[str] = []
+    deadline = time.monotonic() + wait
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len("proxy-"):-len(".sock")]
+        if not (name.startswith("proxy-") and name.endswith(".sock") and pid.isdigit()):
+            continue
+        while not _gone(int(pid)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _gone(int(pid)):
+            try:
+                os.unlink(os.path.join(directory, name))
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
+
+
 def listen(directory: str) -> tuple[socket.socket, str]:
     """A listening unix socket in directory, named after this process (each pane of a session
     has a proxy of its own); sockets of proxies that are gone are removed first."""
@@ -313,13 +349,7 @@ def listen(directory: str) -> tuple[socket.socket, str]:
     st = os.lstat(directory)
     if not os.path.isdir(directory) or os.path.islink(directory) or st.st_uid != os.getuid():
         raise OSError(f"{directory} is not a directory of ours")
-    for name in os.listdir(directory):
-        pid = name[len("proxy-"):-len(".sock")]
-        if name.startswith("proxy-") and name.endswith(".sock") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-            try:
-                os.unlink(os.path.join(directory, name))
-            except OSError:
-                pass
+    clear_stale(directory)
     path = os.path.join(directory, f"proxy-{os.getpid()}.sock")
     try:
         os.unlink(path)
@@ -337,11 +367,20 @@ def listen(directory: str) -> tuple[socket.socket, str]:
     return s, path
 
 
-def _exit_when_readable(fd: int) -> None:
+def _exit(path: str) -> NoReturn:
+    """The proxy's only way out: its socket goes with it (nothing stale in state/net/)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _exit_when_readable(fd: int, path: str) -> None:
     import select
 
     select.select([fd], [], [])
-    os._exit(0)
+    _exit(path)
 
 
 def spawn(policy: dict, store: str, session_id: str) -> str:
@@ -363,12 +402,14 @@ def spawn(policy: dict, store: str, session_id: str) -> str:
         # Dies with its parent, which is bwrap by then. PR_SET_PDEATHSIG alone is not enough: the
         # signal comes from the dying parent, and Landlock's signal scope (strict jails) stops it
         # at the domain's edge; a pidfd of the parent needs no signal.
+        # SIGTERM, not SIGKILL: the handler removes the socket on the way out.
         watch = os.pidfd_open(parent)
+        signal.signal(signal.SIGTERM, lambda *_: _exit(path))
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != parent:
-            os._exit(0)
-        threading.Thread(target=_exit_when_readable, args=(watch,), daemon=True).start()
+            _exit(path)
+        threading.Thread(target=_exit_when_readable, args=(watch, path), daemon=True).start()
         os.setsid()  # out of the pane's terminal: ^C to the CLI never reaches the proxy
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -379,4 +420,4 @@ def spawn(policy: dict, store: str, session_id: str) -> str:
         os.chdir("/")
         proxy.serve(listener)
     finally:
-        os._exit(0)
+        _exit(path)

@@ -2,7 +2,8 @@
 
 `--network none` and `proxy` give the jail a network namespace of its own: its loopback is not the host's.
 Every attack runs with `none` (must fail) and with `host` (must succeed: the positive control
-that shows the attack works, so the test can go red). Only loopback addresses and abstract unix
+that shows the attack works, so the test can go red). `host` in a strict mode needs the operator's
+config line (proxy is their default and widest): the control writes it. Only loopback addresses and abstract unix
 names are used; nothing here resolves a name or leaves the machine."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from test_escapes import ALL, Jail
 
 pytestmark = pytest.mark.adversarial
 NETWORKS = ("none", "proxy", "host")
+DEFAULTS = {"compatibility": "host", "isolated": "proxy", "verified": "proxy"}
 WAIT = 3.0  # bound on every connect and receive
 
 
@@ -83,11 +85,20 @@ def listeners():
     ls.close()
 
 
+def allow_host(env, mode) -> None:
+    """The operator's line that lets a strict jail have the host's network."""
+    env.config_dir.mkdir(parents=True, exist_ok=True)
+    (env.config_dir / "config.toml").write_text(f'[network]\n{mode} = "host"\n')
+
+
 def start(env, mode, network, name="j") -> Jail:
+    """network: none, proxy, host, or default (no --network: the mode's default)."""
     if mode == "verified":
         env.run("approve", "shell", "--yes", check=True)
-    jail = Jail(env, mode, name=name, extra=("--network", network))
-    assert jail.info["network"] == network
+    if network == "host" and mode != "compatibility":
+        allow_host(env, mode)
+    jail = Jail(env, mode, name=name, extra=() if network == "default" else ("--network", network))
+    assert jail.info["network"] == (DEFAULTS[mode] if network == "default" else network)
     return jail
 
 
@@ -132,10 +143,26 @@ PY
 @pytest.mark.parametrize("network", NETWORKS)
 @pytest.mark.parametrize("mode", ALL)
 def test_host_loopback_services_are_out_of_reach(jail_env, listeners, mode, network):
+    check_outbound(jail_env, listeners, mode, network)
+
+
+@pytest.mark.parametrize("mode", ("isolated", "verified"))
+def test_strict_modes_keep_host_services_out_by_default(jail_env, listeners, mode):
+    """With no --network and no config, a strict jail is proxied: the host's loopback services
+    (TCP, UDP, v4 and v6) are out of reach, and so is anything it listens on for host clients."""
+    check_outbound(jail_env, listeners, mode, "default")
+    jail_env.run("stop", "j", check=True)
+    for f in jail_env.ws.glob(".attack*"):  # the next jail numbers its attacks from 1 again
+        f.unlink()
+    check_inbound(jail_env, mode, "default", name="k")
+
+
+def check_outbound(jail_env, listeners, mode, network):
     """A database, dev server or control plane on the host's 127.0.0.1 / ::1 (TCP and UDP) and an
     abstract unix name: neither none nor proxy reaches them; host does (the control). /proc/net shows only
     the jail's sockets under none and proxy."""
     jail = start(jail_env, mode, network)
+    network = jail.info["network"]
     out = json.loads(jail.sh(OUTBOUND % dict(listeners.ports, token=listeners.token, wait=WAIT,
                                              abstract=listeners.abstract), timeout=30))
     time.sleep(0.3)  # let a datagram that did arrive be recorded
@@ -198,8 +225,13 @@ def _hello(fam, addr, token: str) -> bool:
 def test_jail_listeners_are_not_host_services(jail_env, mode, network):
     """The jail cannot listen where host clients connect: a loopback port or an abstract unix
     name it binds is its own under none and proxy; under host a host client reaches it (the control)."""
+    check_inbound(jail_env, mode, network)
+
+
+def check_inbound(jail_env, mode, network, name="j"):
     token, abstract = secrets.token_hex(8), f"tj-net-jail-{secrets.token_hex(8)}"
-    jail = start(jail_env, mode, network)
+    jail = start(jail_env, mode, network, name=name)
+    network = jail.info["network"]
     assert jail.sh(INBOUND % dict(token=token, abstract=abstract), timeout=30).strip() == "started"
     port = int((jail.ws / ".jail-port").read_text())
     reached = {
@@ -220,6 +252,7 @@ def test_resume_refuses_a_changed_network(jail_env):
     # A start cannot ask for more than the operator allows.
     proc = env.run("start", "shell", "--mode", "isolated", "--network", "host", "--name", "w", "--detach")
     assert proc.returncode == 4 and "network host is not allowed" in proc.stderr, proc.stderr
+    assert f'`isolated = "host"` under [network] in {env.config_dir / "config.toml"}' in proc.stderr, proc.stderr
     # The stored request now asks for host (wider than the none the session runs with).
     db = sqlite3.connect(env.store)
     req = json.loads(db.execute("SELECT request FROM sessions WHERE name='j'").fetchone()[0])
@@ -243,6 +276,26 @@ def test_resume_refuses_a_changed_network(jail_env):
         got = jail.sh(f"python3 -c \"import socket; s=socket.socket(); s.settimeout(2); "
                       f"print(s.connect_ex(('127.0.0.1', {port})))\"").strip()
     assert got != "0", got
+
+
+def test_a_strict_session_of_the_host_default_refuses_resume_and_says_what_to_do(jail_env):
+    """A strict session started while its mode's network was host (the old default; here: the
+    config line) is never resumed under another network silently: refused (3, reason network),
+    and the message names the config line that keeps host and the flag that moves it to proxy.
+    With the line back, it resumes as it was."""
+    env = jail_env
+    allow_host(env, "isolated")
+    jail = Jail(env, "isolated")  # no --network: the mode's default, host then
+    assert jail.info["network"] == "host"
+    env.kill()
+    (env.config_dir / "config.toml").unlink()  # today's default: proxy
+    proc = env.run("resume", "j", "--detach", "--json")
+    assert proc.returncode == 3 and json.loads(proc.stdout)["reasons"] == ["network"], proc.stderr
+    assert "it ran with network host and isolated sessions now get proxy" in proc.stderr, proc.stderr
+    assert f'`isolated = "host"` under [network] in {env.config_dir / "config.toml"}' in proc.stderr, proc.stderr
+    assert "tmuxjail resume j --accept-changes" in proc.stderr and "Traceback" not in proc.stderr
+    allow_host(env, "isolated")
+    assert env.json("resume", "j", "--detach")["network"] == "host"
 
 
 @pytest.mark.parametrize("change", ["config", "environment"])

@@ -88,11 +88,12 @@ def configure(env, extra: dict | None = None) -> None:
     (env.config_dir / "config.toml").write_text("\n".join(lines) + "\n")
 
 
-def start(env, mode, name="j", extra=()) -> Jail:
+def start(env, mode, name="j", extra=(), default=False) -> Jail:
+    """A proxied jail: `--network proxy`, or (default=True) the mode's default network."""
     caps = ("--capability", "github-cli") if mode == "verified" else ()
     if mode == "verified":
         env.run("approve", "shell", "--yes", *caps, check=True)
-    jail = Jail(env, mode, name=name, extra=("--network", "proxy", *caps, *extra))
+    jail = Jail(env, mode, name=name, extra=(*(() if default else ("--network", "proxy")), *caps, *extra))
     assert jail.info["network"] == "proxy"
     return jail
 
@@ -283,8 +284,7 @@ def test_no_way_out_but_the_proxy(jail_env, upstream, mode):
     assert upstream.contacts == 0
 
 
-def _proxies(env, jail_name: str) -> list[int]:
-    """Pids of the session's proxy processes: the pane's children that run the launcher's code."""
+def _launched(env, jail_name: str, marker: bytes, python: bool = False) -> list[int]:
     pane_pid = int(env.tmux("display-message", "-p", "-t", f"={jail_name}:", "#{pane_pid}").strip())
     out = []
     for pid in descendants(pane_pid):
@@ -292,9 +292,20 @@ def _proxies(env, jail_name: str) -> list[int]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"tmuxjail.launch" in cmd:
+        if marker in cmd and (not python or b"python" in os.path.basename(cmd.split(b"\0")[0])):
             out.append(pid)
     return out
+
+
+def _proxies(env, jail_name: str) -> list[int]:
+    """Pids of the session's proxy processes: the pane's children that run the launcher's code."""
+    return _launched(env, jail_name, b"tmuxjail.launch")
+
+
+def _bridges(env, jail_name: str) -> list[int]:
+    """Pids of the in-jail bridge's relay (the process left running bridge.py; the other one
+    exec'd the CLI)."""
+    return _launched(env, jail_name, b"/run/tmuxjail/bridge.py", python=True)
 
 
 def _alive(pids) -> list[int]:
@@ -309,22 +320,60 @@ def _alive(pids) -> list[int]:
 
 
 @pytest.mark.parametrize("end", ["stop", "kill-server", "cli-exit"])
-def test_the_proxy_lives_exactly_as_long_as_the_jail(jail_env, upstream, end):
-    """Nothing is left running: the proxy dies with its pane's sandbox on stop, on kill-server,
-    and when the CLI exits by itself."""
+@pytest.mark.parametrize("mode", STRICT)
+def test_the_proxy_lives_exactly_as_long_as_the_jail(jail_env, upstream, mode, end):
+    """Nothing is left running and nothing is left behind: a strict jail with its mode's default
+    network (proxy) has a proxy outside and a bridge inside, and both die with its pane on stop,
+    on kill-server, and when the CLI exits by itself; the proxy's socket goes with it."""
     env = jail_env
     configure(env)
-    jail = start(env, "isolated")
-    proxies = _proxies(env, "j")
-    assert len(proxies) == 1, proxies
-    assert attack(jail, [f"up.test:{upstream.port}"])[f"up.test:{upstream.port}"][1] == upstream.token
+    jail = start(env, mode, default=True)
+    assert jail.info["network"] == "proxy"
+    proxies, bridges = _proxies(env, "j"), _bridges(env, "j")
+    assert len(proxies) == 1 and len(bridges) == 1, (proxies, bridges)
+    net = env.state_dir / "net" / jail.info["id"]
+    assert len(list(net.glob("proxy-*.sock"))) == 1, list(net.iterdir())
+    target = f"{'api.github.com' if mode == 'verified' else 'up.test'}:{upstream.port}"
+    assert attack(jail, [target])[target][1] == upstream.token
     if end == "stop":
         env.run("stop", "j", check=True)
     elif end == "kill-server":
         env.tmux("kill-server", check=False)
     else:
         env.tmux("send-keys", "-t", "=j:", "exit", "Enter")
-    assert wait_until(lambda: not _alive(proxies), timeout=20), (end, proxies, [Path(f"/proc/{p}/status").read_text()[:300] for p in _alive(proxies)])
+    everything = proxies + bridges
+    assert wait_until(lambda: not _alive(everything), timeout=20), (end, everything, [Path(f"/proc/{p}/status").read_text()[:300] for p in _alive(everything)])
+    if end == "stop":  # stop returns once the socket is gone
+        assert not list(net.glob("proxy-*.sock"))
+    assert wait_until(lambda: not list(net.glob("proxy-*.sock")), timeout=10), list(net.iterdir())
+
+
+def test_a_killed_proxys_socket_is_removed_on_stop_prune_and_next_start(jail_env):
+    """A proxy killed outright (SIGKILL: no chance to clean up) leaves its socket in state/net/;
+    stop removes it, and so do prune and the session's next proxy (here: a dead pid's socket
+    planted in place)."""
+    env = jail_env
+    jail = start(env, "isolated", default=True)
+    net = env.state_dir / "net" / jail.info["id"]
+    (proxy,) = _proxies(env, "j")
+    (sock,) = net.glob("proxy-*.sock")  # named after the jail's bwrap, the proxy's parent
+    os.kill(proxy, 9)
+    assert wait_until(lambda: not _alive([proxy]), timeout=10)
+    assert sock.exists()  # SIGKILL: nothing removed it
+    env.run("stop", "j", check=True)
+    assert not list(net.glob("proxy-*.sock")), list(net.iterdir())
+    for then in ("resume", "prune"):
+        probe = subprocess.Popen(["true"])
+        probe.wait()
+        dead = probe.pid  # a pid that no longer runs
+        (net / f"proxy-{dead}.sock").write_bytes(b"")
+        if then == "resume":
+            env.run("resume", "j", "--detach", check=True)
+            assert _proxies(env, "j") and not (net / f"proxy-{dead}.sock").exists(), list(net.iterdir())
+            env.run("stop", "j", check=True)
+        else:
+            env.run("prune", check=True)
+    assert not (net / f"proxy-{dead}.sock").exists()
 
 
 OTHER = """\

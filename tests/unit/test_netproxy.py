@@ -8,7 +8,9 @@ import ipaddress
 import json
 import os
 import socket
+import subprocess
 import threading
+import time
 
 import pytest
 
@@ -253,3 +255,59 @@ def test_show_network_rechecks_every_row(tmp_path):
     assert rows == [dict(good, host="a?[2Jb")]
     rep = netlog.report({"name": "j", "id": "sid-1", "policy": {"network": "proxy", "allow_domains": ["*"]}}, str(store))
     assert "\x1b" not in netlog.text(rep) and "denied   a?[2Jb:443" in netlog.text(rep)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][:1] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _until(cond, timeout=10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def test_the_bridge_relay_dies_with_its_command_even_outside_a_jail(tmp_path):
+    """The bridge forks a relay and execs the command; the relay must not outlive it where no
+    PID namespace ends it (bench/network.py runs it so). Port 0: no fixed port on this host."""
+    code = tmp_path / "bridge.py"
+    code.write_text(netbridge.BRIDGE)
+    go, kids = tmp_path / "go", tmp_path / "kids"
+    # The command (the bridge's first process, exec'd) writes its children with shell builtins
+    # only (no fork of its own): the relay is the one child.
+    script = f'read -r k < /proc/$$/task/$$/children; echo "$k" > "{kids}.tmp"; mv "{kids}.tmp" "{kids}"; ' \
+             f'while [ ! -e "{go}" ]; do sleep 0.02; done'
+    p = subprocess.Popen(["python3", "-I", "-S", str(code), str(tmp_path / "none.sock"), "0", "--", "sh", "-c", script],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    relay = None
+    try:
+        assert _until(kids.exists)
+        (relay,) = map(int, kids.read_text().split())
+        with open(f"/proc/{relay}/cmdline", "rb") as f:
+            assert b"bridge.py" in f.read()
+        assert _running(relay)  # the control: it serves while the command runs
+        go.write_text("")
+        assert p.wait(timeout=10) == 0
+        assert _until(lambda: not _running(relay)), "the bridge's relay outlived its command"
+    finally:
+        p.kill()
+        p.wait()
+        if relay and _running(relay):
+            os.kill(relay, 9)
+
+
+def test_a_proxy_socket_is_removed_only_once_its_proxy_is_gone(tmp_path):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (tmp_path / f"proxy-{gone.pid}.sock").write_bytes(b"")
+    (tmp_path / f"proxy-{os.getpid()}.sock").write_bytes(b"")  # alive: a jail may have it bound
+    (tmp_path / "network.jsonl").write_bytes(b"")
+    assert netproxy.clear_stale(str(tmp_path)) == [f"proxy-{gone.pid}.sock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["network.jsonl", f"proxy-{os.getpid()}.sock"]

@@ -26,7 +26,7 @@ exit codes: 0 ok, 1 error, 2 usage or bad input, 3 resume refused,
             4 approval/capability/allowed mode missing, 5 sandbox unavailable,
             6 audit found something to review"""
 
-ALLOW_DOMAIN_HELP = ("with --network proxy (repeatable; example.com, *.example.com for its subdomains, * for all): "
+ALLOW_DOMAIN_HELP = ("under --network proxy, the default in isolated and verified (repeatable; example.com, *.example.com for its subdomains, * for all): "
                      "in isolated and compatibility the jail reaches ONLY these (it replaces *); in verified they "
                      "are ADDED to the profile's domains and need approval (tmuxjail approve PROVIDER --allow-domain D)")
 

@@ -12,6 +12,7 @@ import calendar
 import re
 import time
 
+from .. import netproxy
 from ..context import Context
 from ..errors import UsageError
 from ..render import Result
@@ -62,6 +63,7 @@ def prune(ctx: Context, older_than: int, dry_run: bool) -> list[dict]:
     done = []
     for c in found:
         if store.delete_session(c["id"], c["updated_at"]):
+            netproxy.clear_stale(netproxy.session_dir(str(ctx.paths.store), c["id"]))  # sockets of dead proxies
             store.event("prune", c["id"], **{k: c[k] for k in ("name", "provider", "mode", "status", "workspace")})
             done.append(c)
     return done

@@ -3,7 +3,7 @@ the record stays, with its last audit."""
 
 from __future__ import annotations
 
-from .. import audit, log
+from .. import audit, log, netproxy
 from ..context import Context, where_it_runs
 from ..errors import UsageError
 from ..render import Result
@@ -33,6 +33,9 @@ def stop(ctx: Context, name: str) -> dict:
         if panes and panes[0].tmuxjail_id != row.id:
             raise UsageError(f"tmux session {row.tmux_session!r} is not this tmuxjail session; not killing it")
         ctx.tmux.kill_session(row.tmux_session)
+    # Its proxies exit with their panes and take their sockets along; one that was killed leaves
+    # its socket behind in state/net/<id>/: removed here once that proxy is gone.
+    netproxy.clear_stale(netproxy.session_dir(str(ctx.paths.store), row.id), wait=2.0)
     store.update_session(row.id, status="stopped")
     store.event("stop", row.id)
     audit.run(store, row)  # the session's last word: list --all and show keep it
