@@ -205,7 +205,8 @@ def start_proxy(spec: dict[str, Any], policy: dict[str, Any]) -> tuple[str, str]
         return die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
             "install python3, or start with --network none", EXIT_UNAVAILABLE)
     try:
-        sock = netproxy.spawn(policy, str(spec["store"]), str(spec["session_id"]))
+        sock = netproxy.spawn(policy, str(spec["store"]), str(spec["session_id"]),
+                              detach=spec.get("trace") is not None)  # strace waits for every child
     except OSError as exc:
         die(f"cannot start the session's network proxy: {exc.strerror or exc}", EXIT_UNAVAILABLE)
     return sock, python

@@ -383,9 +383,11 @@ def _exit_when_readable(fd: int, path: str) -> None:
     _exit(path)
 
 
-def spawn(policy: dict, store: str, session_id: str) -> str:
-    """Start this pane's proxy; returns its socket's host path. The child lives exactly as long
-    as this process (which execs bwrap next): PR_SET_PDEATHSIG."""
+def spawn(policy: dict, store: str, session_id: str, detach: bool = False) -> str:
+    """Start this pane's proxy; returns its socket's host path. The proxy lives exactly as long
+    as this process (which execs bwrap next, or strace in front of it): it watches a pidfd of it.
+    detach: the proxy is a grandchild, not a child. strace -f, which replaces this process on a
+    discovery run, waits for every child before it exits, and the proxy waits for it to exit."""
     import ctypes
     import signal
 
@@ -397,18 +399,24 @@ def spawn(policy: dict, store: str, session_id: str) -> str:
     pid = os.fork()
     if pid:
         listener.close()
+        if detach:
+            os.waitpid(pid, 0)  # the middle process: it exits once it has forked the proxy
         return path
     try:
         # Dies with its parent, which is bwrap by then. PR_SET_PDEATHSIG alone is not enough: the
         # signal comes from the dying parent, and Landlock's signal scope (strict jails) stops it
-        # at the domain's edge; a pidfd of the parent needs no signal.
+        # at the domain's edge; a pidfd of the parent needs no signal. It is opened while the
+        # parent is alive (a detaching parent waits for this process).
         # SIGTERM, not SIGKILL: the handler removes the socket on the way out.
         watch = os.pidfd_open(parent)
+        if detach and os.fork():
+            os._exit(0)  # the middle process; never _exit(path): the proxy below owns the socket
         signal.signal(signal.SIGTERM, lambda *_: _exit(path))
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:
-            _exit(path)
+        if not detach:  # (a grandchild's parent is the middle process, gone at once)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent:
+                _exit(path)
         threading.Thread(target=_exit_when_readable, args=(watch, path), daemon=True).start()
         os.setsid()  # out of the pane's terminal: ^C to the CLI never reaches the proxy
         null = os.open(os.devnull, os.O_RDWR)

@@ -17,6 +17,9 @@ def test_a_proxied_jail_never_sees_the_hosts_proxy_variables(jail_env, network):
     it sees: under proxy the host's values are absent (the session's own may be there); under host
     they arrive (the control)."""
     env = jail_env
+    if network == "host":  # the control: verified's default and widest is proxy, the operator allows host
+        env.config_dir.mkdir(parents=True, exist_ok=True)
+        (env.config_dir / "config.toml").write_text('[network]\nverified = "host"\n')
     env.run("approve", "codex", "--yes", check=True)
     proc = env.run("start", "codex", "--mode", "verified", "--workspace", str(env.ws), "--name", "v",
                    "--detach", "--non-interactive", "--network", network, env_extra=HOST_PROXY)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import tomllib
 from pathlib import Path
 
@@ -115,6 +116,35 @@ def test_evidence_lists_each_access_with_its_kind(world):
     # the observed run was a real jailed pane: isolated mode, recorded like any session
     rows = {r["name"]: r for r in env.json("list", "--all")}
     assert rows[did]["mode"] == "isolated"
+
+
+def _left_running(env) -> list[str]:
+    """This test's tracer, launcher (the proxy runs its code) and sandbox processes still alive."""
+    out = []
+    for p in Path("/proc").iterdir():
+        try:
+            cmd = (p / "cmdline").read_bytes()
+            state = (p / "stat").read_text().rsplit(") ", 1)[1][:1]
+        except (OSError, IndexError):
+            continue
+        argv0 = cmd.split(b"\0")[0]
+        if (state not in "ZX" and str(env.root).encode() in cmd
+                and (b"tmuxjail.launch" in cmd or argv0.endswith((b"strace", b"bwrap")))):
+            out.append(f"{p.name}: {cmd[:200]!r}")
+    return out
+
+
+def test_a_discovery_run_leaves_nothing_running(world):
+    """The observed run is proxied (isolated mode's default): strace waits for every child of the
+    process it replaced, so a proxy that is one of them, waiting in turn for strace to exit, kept
+    both alive forever. Nothing of the run may outlive it."""
+    env = world
+    did = discover(env)
+    assert show(env, did)["evidence"]["exit"]["finished"] is True
+    deadline = time.monotonic() + 20
+    while _left_running(env) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left_running(env) == []
 
 
 def test_candidate_maps_catalogue_and_leaves_the_token_raw(world):

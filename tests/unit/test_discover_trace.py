@@ -59,6 +59,15 @@ def test_unfinished_and_resumed_calls_are_stitched_per_process():
     assert t.exits[0].pid == 101 and t.exits[0].status == 0
 
 
+def test_a_file_that_is_unlinked_keeps_its_decoration():
+    """strace -y marks an fd whose file is gone, e.g. the proxy bridge's code, bound from a memfd."""
+    t = run(f"100 1.1 openat(AT_FDCWD<{hx('/w')}>, {q('/run/tmuxjail/bridge.py')}, O_RDONLY) = 3<{hx('/run/tmuxjail/bridge.py')}>(deleted)",
+            f"100 1.2 read(3<{hx('/run/tmuxjail/bridge.py')}>(deleted), {q('x')}, 4096) = 1")
+    assert t.rejected == 0 and [c.name for c in t.calls[1:]] == ["openat", "read"]
+    (a,) = trace.accesses(t.calls[1])
+    assert (a.path, a.kind, a.ok) == ("/run/tmuxjail/bridge.py", "read", True)
+
+
 def test_a_resumed_line_without_its_start_is_rejected():
     t = run("100 1.3 <... openat resumed>) = 3")
     assert t.rejected == 1

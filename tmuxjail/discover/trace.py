@@ -32,7 +32,7 @@ def argv(trace_file: str) -> list[str]:
 
 
 HEXSTR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
-DECOR = re.compile(r"<((?:\\x[0-9a-f]{2})+)>")
+DECOR = re.compile(r"<((?:\\x[0-9a-f]{2})+)>(?:\(deleted\))?")  # -y marks an unlinked file (a memfd)
 LINE = re.compile(r"(\d{1,10}) {1,10}(\d{1,12}\.\d{1,9}) (.*)")  # strace pads short pids
 CALL = re.compile(r"([a-z0-9_]{1,40})\((.*)\) += (-?\d+|\?|0x[0-9a-f]+)(@D\d+)?(?: ([A-Z][A-Z0-9_]+) \([^()]*\))?"
                   r"(?: /\* (\d+) in strace's PID NS \*/)?(?: <unavailable>)?$")
