@@ -552,16 +552,43 @@ def test_namespaces_are_the_jails_own(world, mode):
 @pytest.mark.parametrize("mode", STRICT)
 def test_jail_dies_with_its_pane_process(world, mode):
     """Kill the pane's own process (bubblewrap, outside the jail's PID namespace) and the whole
-    jail goes with it: nothing inside keeps running unwatched."""
+    jail goes with it: nothing inside keeps running unwatched, and neither does the session's
+    proxy outside nor the bridge inside (strict modes are proxied by default)."""
     env = world
     naps = unique_naps(1)
     jail = Jail(env, mode)
+    assert jail.info["network"] == "proxy"
     jail.sh(f"setsid sh -c 'sleep {naps[0]}' </dev/null >/dev/null 2>&1 & echo started")
     assert wait_until(lambda: len(running(naps)) == 1)
     pane_pid = int(env.tmux("display-message", "-p", "-t", jail.info["tmux_pane"], "#{pane_pid}").strip())
     assert Path(f"/proc/{pane_pid}/comm").read_text().strip() == "bwrap"
+    helpers = _proxy_and_bridge(pane_pid)
+    assert len(helpers) == 2, helpers
     os.kill(pane_pid, 9)
     assert wait_until(lambda: not running(naps)), "the jail outlived its pane's process"
+    assert wait_until(lambda: not [p for p in helpers if _alive(p)]), "the proxy or bridge outlived the pane"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+def _proxy_and_bridge(pane_pid: int) -> list[int]:
+    """The session's proxy (the launcher's code, outside) and the bridge's relay (inside)."""
+    from conftest import descendants
+
+    out = []
+    for pid in descendants(pane_pid):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"tmuxjail.launch" in a for a in argv) or (b"python" in argv[0] and b"/run/tmuxjail/bridge.py" in argv):
+            out.append(pid)
+    return out
 
 
 @pytest.mark.parametrize("mode", STRICT)

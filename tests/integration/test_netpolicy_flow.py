@@ -122,7 +122,9 @@ def test_resume_refused_for_a_changed_profile_domain_list(jail_env):
 
 def test_the_operator_allow_list_is_a_ceiling(jail_env):
     env = jail_env
-    write_config(env, '[network.allow_domains]\nisolated = ["*.github.com"]\n')
+    # isolated = "host": the operator lets isolated jails ask for the host's network (proxy is the
+    # default and widest otherwise), to show the domain list does not bound that setting.
+    write_config(env, '[network]\nisolated = "host"\n[network.allow_domains]\nisolated = ["*.github.com"]\n')
     proc = start(env, "shell", "isolated", "--network", "proxy", "--allow-domain", "pypi.org")
     assert proc.returncode == 4 and "outside the operator's allow list" in proc.stderr
     assert start(env, "shell", "isolated", "--network", "proxy", "--allow-domain", "api.github.com").returncode == 0
