@@ -44,7 +44,7 @@ def network_fix(mode: str, want: str, config_file: str, env_network: str | None)
     if env in NETWORKS and NETWORKS.index(env) < NETWORKS.index(want):
         return f"TMUXJAIL_NETWORK={env} narrows every mode: unset it"
     return (f'add `{mode} = "{want}"` under [network] in {config_file} '
-            f"(the widest network a {mode} session may ask, and its default)")
+            f"(the widest network {mode} sessions may ask, and their default)")
 
 
 @dataclass(frozen=True)

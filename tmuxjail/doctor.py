@@ -6,9 +6,10 @@ import os
 import platform
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
 
-from . import config, host, paths
+from . import config, host, netbridge, paths
 from .errors import TmuxjailError
 from .model import Limits
 from .sandbox import bwrap, landlock, pids, seccomp
@@ -174,10 +175,6 @@ def _proxy() -> tuple[bool, str, bool]:
     """Can a `proxy` jail start here (the default of strict modes)? Its bridge needs a Python
     inside the jail, and the proxy needs pidfds to die with the jail. Required when the config
     gives some mode `proxy`."""
-    import sys
-
-    from . import netbridge
-
     try:
         needed = "proxy" in config.load(paths.get().config_file).network.values()
     except Exception:  # noqa: BLE001 - the config check reports it

@@ -165,7 +165,7 @@ def main(argv: list[str]) -> None:
         code = os.memfd_create("tmuxjail-bridge", 0)
         os.write(code, netbridge.BRIDGE.encode())
         os.lseek(code, 0, os.SEEK_SET)
-        rest = netbridge.wire(rest, policy, *proxy, code)
+        rest = netbridge.wire(rest, policy, proxy_ready(proxy), proxy[1], code)
         bind_fds.append(code)
     keep = (*keep, *bind_fds)
     if spec.get("trace") is not None:
@@ -195,21 +195,50 @@ def traced(spec: dict[str, Any]) -> list[str]:
     return argv(path)
 
 
-def start_proxy(spec: dict[str, Any], policy: dict[str, Any]) -> tuple[str, str]:
-    """Network proxy: fork this pane's egress proxy (netproxy), before anything narrows this
-    process (keyring, cgroup, Landlock). Returns (its socket's host path, the bridge's Python)."""
-    from . import netbridge, netproxy
+def start_proxy(spec: dict[str, Any], policy: dict[str, Any]) -> tuple[int, str, int]:
+    """Network proxy: fork this pane's egress proxy (netproxy.run), before anything narrows this
+    process (keyring, cgroup, Landlock). Only the child imports the proxy's code (sockets, threads,
+    json): this process goes on to exec bwrap with its lean imports, and waits for the proxy's
+    socket just before (proxy_ready). Returns (the readiness pipe, the bridge's Python, the pid)."""
+    from . import netbridge
 
     python = netbridge.python_for_jail(policy, sys.executable)
     if python is None:
         return die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
             "install python3, or start with --network none", EXIT_UNAVAILABLE)
+    r, w = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        from . import netproxy
+
+        # On a discovery run strace replaces this process and waits for every child of it, while
+        # the proxy waits for it to exit: there the proxy is a grandchild (detach).
+        netproxy.run(policy, str(spec["store"]), str(spec["session_id"]), parent, w,
+                     detach=spec.get("trace") is not None)
+    os.close(w)
+    return r, python, pid
+
+
+def proxy_ready(proxy: tuple[int, str, int]) -> str:
+    """The proxy's socket (host path), once it listens; refuses the launch if it could not."""
+    r, _, pid = proxy
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
     try:
-        sock = netproxy.spawn(policy, str(spec["store"]), str(spec["session_id"]),
-                              detach=spec.get("trace") is not None)  # strace waits for every child
-    except OSError as exc:
-        die(f"cannot start the session's network proxy: {exc.strerror or exc}", EXIT_UNAVAILABLE)
-    return sock, python
+        os.waitpid(pid, os.WNOHANG)  # a detaching proxy's middle process has exited: reap it
+    except ChildProcessError:
+        pass
+    line = data.decode(errors="replace").strip()
+    if not line.startswith("/"):
+        die(f"cannot start the session's network proxy: {line.lstrip('!') or 'it exited'}", EXIT_UNAVAILABLE)
+    return line
 
 
 # -- binds from fds ------------------------------------------------------------------------------

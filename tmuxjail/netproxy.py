@@ -1,6 +1,6 @@
 """The per-session egress proxy (issue 15, DESIGN §9). Stdlib only.
 
-The launcher forks it just before exec'ing bubblewrap (spawn()): it runs outside the jail, as the
+The launcher forks it just before exec'ing bubblewrap (run()): it runs outside the jail, as the
 user, in the host's network namespace, and dies with the pane (PR_SET_PDEATHSIG). It listens on a
 unix socket in the session's directory under tmuxjail's state (hidden from every jail); the
 launcher binds that one socket into this jail only. Inside, the bridge (netbridge) forwards the
@@ -342,15 +342,16 @@ def clear_stale(directory: str, wait: float = 0.0) -> list[str]:
     return removed
 
 
-def listen(directory: str) -> tuple[socket.socket, str]:
-    """A listening unix socket in directory, named after this process (each pane of a session
-    has a proxy of its own); sockets of proxies that are gone are removed first."""
+def listen(directory: str, owner: int | None = None) -> tuple[socket.socket, str]:
+    """A listening unix socket in directory, named after `owner` (default: this process; the
+    launcher that becomes the jail's bwrap: each pane of a session has a proxy of its own);
+    sockets of jails that are gone are removed first."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
     st = os.lstat(directory)
     if not os.path.isdir(directory) or os.path.islink(directory) or st.st_uid != os.getuid():
         raise OSError(f"{directory} is not a directory of ours")
     clear_stale(directory)
-    path = os.path.join(directory, f"proxy-{os.getpid()}.sock")
+    path = os.path.join(directory, f"proxy-{owner or os.getpid()}.sock")
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -370,7 +371,8 @@ def listen(directory: str) -> tuple[socket.socket, str]:
 def _exit(path: str) -> NoReturn:
     """The proxy's only way out: its socket goes with it (nothing stale in state/net/)."""
     try:
-        os.unlink(path)
+        if path:
+            os.unlink(path)
     except OSError:
         pass
     os._exit(0)
@@ -383,40 +385,37 @@ def _exit_when_readable(fd: int, path: str) -> None:
     _exit(path)
 
 
-def spawn(policy: dict, store: str, session_id: str, detach: bool = False) -> str:
-    """Start this pane's proxy; returns its socket's host path. The proxy lives exactly as long
-    as this process (which execs bwrap next, or strace in front of it): it watches a pidfd of it.
-    detach: the proxy is a grandchild, not a child. strace -f, which replaces this process on a
-    discovery run, waits for every child before it exits, and the proxy waits for it to exit."""
+def run(policy: dict, store: str, session_id: str, parent: int, ready: int, detach: bool = False) -> NoReturn:
+    """The proxy process of one jailed pane, forked by the launcher (`parent`, which execs bwrap
+    next, or strace in front of it): listens, writes its socket's path and a newline to `ready`
+    (or "!" and why it cannot), and serves until `parent` exits; it watches a pidfd of it.
+    detach: fork once more and serve from the grandchild (a discovery run: strace -f waits for
+    every child before it exits, and the proxy waits for it to exit)."""
     import ctypes
     import signal
 
-    directory = session_dir(store, session_id)
-    listener, path = listen(directory)
-    log_path = os.path.join(directory, LOG_NAME)
-    proxy = Proxy(policy.get("allow_domains", ()), policy.get("resolve", ()), log_path)
-    parent = os.getpid()
-    pid = os.fork()
-    if pid:
-        listener.close()
-        if detach:
-            os.waitpid(pid, 0)  # the middle process: it exits once it has forked the proxy
-        return path
+    path = ""
     try:
         # Dies with its parent, which is bwrap by then. PR_SET_PDEATHSIG alone is not enough: the
         # signal comes from the dying parent, and Landlock's signal scope (strict jails) stops it
         # at the domain's edge; a pidfd of the parent needs no signal. It is opened while the
-        # parent is alive (a detaching parent waits for this process).
-        # SIGTERM, not SIGKILL: the handler removes the socket on the way out.
+        # parent is alive (it waits for `ready`).
         watch = os.pidfd_open(parent)
         if detach and os.fork():
-            os._exit(0)  # the middle process; never _exit(path): the proxy below owns the socket
+            os._exit(0)  # the middle process; the launcher reaps it
+        # SIGTERM, not SIGKILL: the handler removes the socket on the way out.
         signal.signal(signal.SIGTERM, lambda *_: _exit(path))
         if not detach:  # (a grandchild's parent is the middle process, gone at once)
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != parent:
                 _exit(path)
+        directory = session_dir(store, session_id)
+        listener, path = listen(directory, owner=parent)
+        log_path = os.path.join(directory, LOG_NAME)
+        proxy = Proxy(policy.get("allow_domains", ()), policy.get("resolve", ()), log_path)
+        os.write(ready, (path + "\n").encode())
+        os.close(ready)
         threading.Thread(target=_exit_when_readable, args=(watch, path), daemon=True).start()
         os.setsid()  # out of the pane's terminal: ^C to the CLI never reaches the proxy
         null = os.open(os.devnull, os.O_RDWR)
@@ -427,5 +426,12 @@ def spawn(policy: dict, store: str, session_id: str, detach: bool = False) -> st
             os.closerange(lo + 1, hi)
         os.chdir("/")
         proxy.serve(listener)
+    except BaseException as exc:  # noqa: BLE001 - told to the launcher, which refuses the launch
+        if not path:
+            try:
+                why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+                os.write(ready, ("!" + why.replace("\n", " ") + "\n").encode())
+            except OSError:
+                pass
     finally:
         _exit(path)

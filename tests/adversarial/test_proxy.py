@@ -473,3 +473,14 @@ def test_a_lan_host_is_out_of_reach(jail_env, lan, mode):
                      f"print(s.connect_ex(('{lan['ip']}', {lan['port']})))\"").strip()
     assert direct not in ("", "0"), direct
     assert lan["token"] not in json.dumps(out)
+
+
+def test_a_proxy_that_cannot_start_refuses_the_launch(jail_env):
+    """Fail closed: when the proxy cannot listen (here state/net is a file, not a directory), the
+    launcher refuses to run the jail, with the reason, instead of running it without its proxy."""
+    env = jail_env
+    env.state_dir.mkdir(parents=True, exist_ok=True)
+    (env.state_dir / "net").write_text("not a directory")
+    proc = env.run("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "j", "--detach")
+    assert proc.returncode != 0, proc.stdout
+    assert "cannot start the session's network proxy" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
