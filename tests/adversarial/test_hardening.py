@@ -566,10 +566,11 @@ def test_jail_dies_with_its_pane_process(world, mode):
     assert len(helpers) == 2, helpers
     os.kill(pane_pid, 9)
     assert wait_until(lambda: not running(naps)), "the jail outlived its pane's process"
-    assert wait_until(lambda: not [p for p in helpers if _alive(p)]), "the proxy or bridge outlived the pane"
+    assert wait_until(lambda: not [p for p in helpers if _running(p)]), "the proxy or bridge outlived the pane"
 
 
-def _alive(pid: int) -> bool:
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a reaped-late child of a dead parent is gone for our purpose)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1] not in "ZX"
     except (OSError, IndexError):
