@@ -280,7 +280,7 @@ def lookup(ctx: Context, key: str, opts: StartOptions, workspaces: tuple[str, ..
             if approval is None:
                 return None  # the full resolution refuses, and says what is missing
         return WarmPlan(PolicyView(data), fp, adapter, list(now["argv"]), approval, True)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape: a miss
         return None
 
 

@@ -408,6 +408,21 @@ def _valid_mac_garbage(w: World, entry: Path) -> None:
 BAD["not JSON under a valid MAC"] = _valid_mac_garbage
 
 
+def _valid_mac_odd_record(w: World, entry: Path) -> None:
+    """Well-formed JSON of another shape under a valid MAC (a bug, or an older tmuxjail's entry):
+    the host facts a list, not a table."""
+    import hmac
+
+    key = (entry.parent / policycache.KEY_FILE).read_bytes()
+    data = json.loads(entry.read_bytes().split(b"\n", 1)[1])
+    data["record"] = [data["record"]]
+    body = json.dumps(data, separators=(",", ":")).encode()
+    entry.write_bytes(hmac.new(key, body, "sha256").hexdigest().encode() + b"\n" + body)
+
+
+BAD["another shape under a valid MAC"] = _valid_mac_odd_record
+
+
 @pytest.mark.parametrize("name", list(BAD))
 def test_a_bad_entry_is_a_miss_and_the_same_policy(world, name):
     hit_then_same(world, BASE)
