@@ -37,6 +37,8 @@ def root_only(roots=ROOT_WALK) -> tuple[tuple[str, ...], tuple[str, ...]]:
         with it:
             for e in it:
                 try:
+                    if e.is_symlink():  # from readdir's d_type, no lstat: a link is neither kind
+                        continue
                     mode = e.stat(follow_symlinks=False).st_mode
                 except OSError:
                     continue
@@ -126,12 +128,16 @@ def running_servers(uid: int) -> list[str]:
         if not pid.isdigit():
             continue
         try:
+            # Every start reads every process's comm: raw reads, and the owner only of a tmux.
+            comm = os.open(f"/proc/{pid}/comm", os.O_RDONLY)
+            try:
+                if not os.read(comm, 64).startswith(b"tmux"):
+                    continue
+            finally:
+                os.close(comm)
             owner = os.stat(f"/proc/{pid}").st_uid
             if uid != 0 and owner != uid:
                 continue
-            with open(f"/proc/{pid}/comm") as f:
-                if not f.read().startswith("tmux"):
-                    continue
             cwd = os.readlink(f"/proc/{pid}/cwd")
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 link = os.readlink(f"/proc/{pid}/fd/{fd}")

@@ -98,4 +98,5 @@ def test_a_warm_start_loads_no_pydantic_no_structlog_and_no_policy_code(jail_env
     assert "tmuxjail.warm" in warm and "tmuxjail.jail" in warm  # it did start a jail
     assert not top(warm) & {"pydantic", "structlog"}
     assert not warm & {"tmuxjail.plan", "tmuxjail.policy", "tmuxjail.model", "tmuxjail.profiles"}
+    assert "tmuxjail.sandbox.seatbelt" not in warm  # the macOS backend: `--backend seatbelt --dry-run` only
     assert [r["status"] for r in env.json("list")] == ["running", "running"]

@@ -38,6 +38,7 @@ SEAMS = {
     ("tmuxjail.cli.app", "tmuxjail.store"): "an sqlite3 error: sqlite3 is loaded already",
     ("tmuxjail.commands.list", "tmuxjail.plan"): "list --check: the policy code (pydantic), list alone never",
     ("tmuxjail.commands.start", "tmuxjail.plan"): "the dry run and preflight resolve in full; a start goes through warm",
+    ("tmuxjail.commands.start", "tmuxjail.sandbox.seatbelt"): "--backend seatbelt, a dry run only (never on Linux's start)",
     ("tmuxjail.commands.start", "tmuxjail.commands.approve"): "asking a human to approve (the profiles, pydantic)",
     ("tmuxjail.warm", "tmuxjail.plan"): "a warm start's miss: the full resolution (pydantic, the profiles)",
     ("tmuxjail.warm", "tmuxjail.profiles"): "a warm start's miss: what the entry records of the profile",

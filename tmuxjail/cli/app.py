@@ -53,6 +53,7 @@ COMMANDS = {
     "discover": "discover:run",
     "approve --candidate": "discover:approve_candidate",
 }
+SUBCOMMANDS = frozenset(name for name in COMMANDS if " " not in name)
 # Hidden commands that tmux runs (no argparse): a new pane of a jailed session, a pane-died hook.
 HIDDEN = {"_pane": "commands.pane:run_pane", "_audit": "audit:run_hidden"}
 # Commands that work without a usable HOME (they say what is wrong, or need no state).
@@ -64,7 +65,37 @@ def handler(name: str, table: dict[str, str] = COMMANDS, package: str = "tmuxjai
     return getattr(import_module(f"{package}.{module}"), func)
 
 
-def parser() -> argparse.ArgumentParser:
+class _Unbuilt:
+    """A subcommand this command line does not run: its arguments go nowhere (see invoked)."""
+
+    def add_argument(self, *args, **kwargs) -> None:
+        pass
+
+    def add_mutually_exclusive_group(self, *args, **kwargs) -> _Unbuilt:
+        return self
+
+
+def invoked(argv: list[str]) -> str | None:
+    """The subcommand a command line runs, when the parser need hold only that one (a start from
+    a key binding should not build twenty subparsers). None, and so the whole parser, for help,
+    completion (generated from the parser), no command, and any top-level option but -L/-S/-v."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        word = argv[i]
+        if word in ("-L", "-S"):
+            i += 2
+        elif word in ("-v", "--verbose") or (word[:2] in ("-L", "-S") and len(word) > 2):
+            i += 1
+        else:
+            return None
+    if i >= len(argv) or argv[i] not in SUBCOMMANDS or argv[i] == "completion":
+        return None
+    return None if "-h" in argv or "--help" in argv else argv[i]
+
+
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (only=a subcommand) one whose other subcommands are left out: it
+    parses that subcommand's command lines exactly as the whole one does."""
     common = argparse.ArgumentParser(add_help=False)
     g = common.add_argument_group("tmux server")
     g.add_argument("-L", dest="socket_name", metavar="SOCKET_NAME", default=argparse.SUPPRESS,
@@ -82,6 +113,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def cmd(name, help, example):
+        if only is not None and name != only:
+            return _Unbuilt()
         return sub.add_parser(name, parents=[common], help=help, description=help,
                               epilog="example:\n  " + example,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -299,7 +332,7 @@ def run(argv: list[str]) -> int:
     if argv[:1] and argv[0] in HIDDEN:
         return handler(argv[0], HIDDEN, "tmuxjail")(argv[1:])
     argv, passthrough = _split_passthrough(argv)
-    p = parser()
+    p = parser(invoked(argv))
     args = p.parse_args(argv)
     if args.version:
         print(f"tmuxjail {__version__}")

@@ -21,7 +21,6 @@ from ..policyview import GIT_WRITE, as_data
 from ..registry import Mode
 from ..render import Result, interactive, policy_text
 from ..request import StartOptions, canonical_workspaces
-from ..sandbox import seatbelt
 from ..tmux import check_name
 from . import Call
 
@@ -90,6 +89,8 @@ def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> di
         except NotApproved as exc:
             out["approval"], out["approval_missing"] = None, exc.data["missing"]
     if opts.backend == "seatbelt":
+        from ..sandbox import seatbelt  # the macOS backend: only this dry run builds its profile
+
         # Audit what macOS would run: the same policy, with the backend it would record.
         mac = dict(data, backend=seatbelt.Seatbelt.name)
         tty = os.ttyname(0) if os.isatty(0) else None  # a real start: the pane's, from the launcher
