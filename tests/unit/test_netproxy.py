@@ -311,3 +311,80 @@ def test_a_proxy_socket_is_removed_only_once_its_proxy_is_gone(tmp_path):
     (tmp_path / "network.jsonl").write_bytes(b"")
     assert netproxy.clear_stale(str(tmp_path)) == [f"proxy-{gone.pid}.sock"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["network.jsonl", f"proxy-{os.getpid()}.sock"]
+
+
+BIG = 20 << 20
+
+
+def test_the_proxy_relay_carries_a_large_transfer_byte_exact_and_passes_half_close_on():
+    """20 MB jail -> upstream through netproxy.relay (splice through a pipe), then the half-close:
+    the upstream sees EOF, and its answer still flows back after it."""
+    a, jail = socket.socketpair()  # the jail's side is a unix socket, as in the real proxy
+    listener = socket.create_server(("127.0.0.1", 0))
+    b = socket.create_connection(listener.getsockname())
+    upstream, _ = listener.accept()
+    listener.close()
+    t = threading.Thread(target=netproxy.relay, args=(a, b), daemon=True)
+    t.start()
+    payload = os.urandom(BIG)
+    threading.Thread(target=lambda: (jail.sendall(payload), jail.shutdown(socket.SHUT_WR)), daemon=True).start()
+    upstream.settimeout(30)
+    got = bytearray()
+    while chunk := upstream.recv(1 << 20):
+        got += chunk
+    assert len(got) == BIG and got == payload
+    upstream.sendall(b"after the half-close")
+    upstream.close()
+    jail.settimeout(30)
+    back = b""
+    while chunk := jail.recv(1 << 16):
+        back += chunk
+    assert back == b"after the half-close"
+    t.join(timeout=30)
+    assert not t.is_alive()
+    for s in (a, b, jail):
+        s.close()
+
+
+ECHO_CLIENT = r"""
+import hashlib, os, socket, sys
+data = os.urandom(int(sys.argv[1]))
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(data); s.shutdown(socket.SHUT_WR)
+back = bytearray()
+while True:
+    chunk = s.recv(1 << 20)
+    if not chunk: break
+    back += chunk
+sys.exit(0 if back == hashlib.sha256(data).hexdigest().encode() + data else 1)
+"""
+
+
+def test_the_bridge_relay_carries_a_large_transfer_byte_exact_and_passes_half_close_on(tmp_path):
+    """The in-jail bridge in a network namespace of its own (bwrap --unshare-net): a client sends
+    20 MB and half-closes; the proxy's stand-in reads to EOF and only then answers (a digest and
+    the bytes back), so both directions and the half-close go through the bridge's relay."""
+    import hashlib
+
+    code, client = tmp_path / "bridge.py", tmp_path / "client.py"
+    code.write_text(netbridge.BRIDGE)
+    client.write_text(ECHO_CLIENT)
+    path = str(tmp_path / "proxy.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    srv.settimeout(60)
+
+    def stand_in():
+        c, _ = srv.accept()
+        with c:
+            got = bytearray()
+            while chunk := c.recv(1 << 20):
+                got += chunk
+            c.sendall(hashlib.sha256(got).hexdigest().encode() + bytes(got))
+    threading.Thread(target=stand_in, daemon=True).start()
+    p = subprocess.run(["bwrap", "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent",
+                        "python3", "-I", "-S", str(code), path, str(netbridge.PORT), "--",
+                        "python3", "-I", "-S", str(client), str(BIG)], capture_output=True, text=True, timeout=120)
+    srv.close()
+    assert p.returncode == 0, p.stderr[-400:]
