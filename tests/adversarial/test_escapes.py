@@ -114,9 +114,17 @@ def test_tmuxjail_state_and_other_homes_unreachable(world, mode):
     env.unchanged()  # includes: the store still opens and holds one session
 
 
+@pytest.mark.parametrize("network", ["default", "host"])
 @pytest.mark.parametrize("mode", STRICT)
-def test_host_home_and_planted_sockets_unreachable(world, mode):
+def test_host_home_and_planted_sockets_unreachable(world, mode, network):
+    """On the host's network (allowed by the config) the jail shares the host's abstract unix
+    names: there Landlock's scope alone keeps them out; by default a network namespace does too."""
     env = world
+    extra: tuple[str, ...] = ()
+    if network == "host":
+        env.config_dir.mkdir(parents=True, exist_ok=True)
+        (env.config_dir / "config.toml").write_text(f'[network]\n{mode} = "host"\n')
+        extra = ("--network", "host")
     planted = Path(f"/tmp/tj-planted-{os.getpid()}-{mode}.sock")
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(str(planted))
@@ -126,7 +134,8 @@ def test_host_home_and_planted_sockets_unreachable(world, mode):
     abstract.bind(name)
     abstract.listen(1)
     try:
-        jail = Jail(env, mode)
+        jail = Jail(env, mode, extra=extra)
+        assert jail.info["network"] == ("host" if network == "host" else "proxy")
         out = jail.sh(f"""
             cat {env.home}/.ssh/id_* 2>/dev/null && echo READ_SSH
             ls {env.home}/.ssh >/dev/null 2>&1 && echo SEE_SSH
