@@ -44,8 +44,15 @@ def test_prune_forgets_what_is_over_and_never_a_live_session(jail_env, tmp_path)
         assert names() == before
         assert env.json("prune", "--older-than", "1d")["sessions"] == []  # all are minutes old
         assert env.run("prune", "--older-than", "soon").returncode == 2
+        ids = {r["name"]: r["id"] for r in env.json("list", "--all")}
+        net = env.state_dir / "net"
+        for name in ("gone", "stop", "live"):  # a network log, as a proxied session's
+            (net / ids[name]).mkdir(parents=True, exist_ok=True)
+            (net / ids[name] / "network.jsonl").write_text("{}\n")
         done = env.json("prune")
         assert sorted(d["name"] for d in done["sessions"]) == ["gone", "stop"]
+        assert not (net / ids["gone"]).exists() and not (net / ids["stop"]).exists(), list(net.iterdir())
+        assert (net / ids["live"] / "network.jsonl").exists()
         assert names() == sorted(["live", "dead", "elsewhere"])
         events = [(k, json.loads(d)) for k, d in sqlite3.connect(env.store).execute("SELECT kind, data FROM events")]
         assert sorted(d["name"] for k, d in events if k == "prune") == ["gone", "stop"]

@@ -4,11 +4,14 @@ What is live is decided as `list` decides it, on each session's own tmux server:
 pane there (running or exited: it can be resumed in place) is kept, and so is one whose server
 exists but does not answer (`unreachable`: it may be running there). A row is deleted only if it is still exactly what was
 checked (same status and update time), and each deletion leaves a `prune` event with what the
-row said. Private homes, workspaces and the event log are not touched."""
+row said. The session's network directory goes with it (its log: `show --network` reads it only
+through the row; a live proxy's socket is never removed). Private homes, workspaces and the event
+log are not touched."""
 
 from __future__ import annotations
 
 import calendar
+import os
 import re
 import time
 
@@ -63,10 +66,23 @@ def prune(ctx: Context, older_than: int, dry_run: bool) -> list[dict]:
     done = []
     for c in found:
         if store.delete_session(c["id"], c["updated_at"]):
-            netproxy.clear_stale(netproxy.session_dir(str(ctx.paths.store), c["id"]))  # sockets of dead proxies
+            forget_network(netproxy.session_dir(str(ctx.paths.store), c["id"]))
             store.event("prune", c["id"], **{k: c[k] for k in ("name", "provider", "mode", "status", "workspace")})
             done.append(c)
     return done
+
+
+def forget_network(directory: str) -> None:
+    """The sockets of dead proxies, then the log; the directory only once nothing else is left."""
+    netproxy.clear_stale(directory)
+    try:
+        os.unlink(os.path.join(directory, netproxy.LOG_NAME))
+    except OSError:
+        pass
+    try:
+        os.rmdir(directory)
+    except OSError:
+        pass
 
 
 def run(call: Call) -> Result:
