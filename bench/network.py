@@ -144,6 +144,13 @@ class World:
     def tmux(self, *args) -> subprocess.CompletedProcess:
         return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True)
 
+    def kill_server(self) -> None:
+        """Kill the private server, and remove the socket file tmux 3.3 leaves behind."""
+        self.tmux("kill-server")
+        path = Path(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}", self.socket)
+        if path.is_socket() and self.tmux("list-sessions").returncode != 0:
+            path.unlink(missing_ok=True)
+
     def start(self, network: str, name: str, ws: Path) -> float:
         ready = ws / READY
         ready.unlink(missing_ok=True)
@@ -187,7 +194,7 @@ def bench_start(base: Path, runs: int) -> dict:
                             bridge_rss.append(vmrss_kb(pid))
                 w.tmux("kill-session", "-t", f"={name}")
     finally:
-        w.tmux("kill-server")
+        w.kill_server()
     return {"times": times, "proxy_rss_kb": [x for x in proxy_rss if x], "bridge_rss_kb": [x for x in bridge_rss if x]}
 
 
