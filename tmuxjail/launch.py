@@ -54,7 +54,9 @@ def read_spec(path: str) -> dict[str, Any]:
 
 
 def stored_fingerprint(store: str, session_id: str) -> str | None:
-    import sqlite3
+    # sqlite3's own module, which sqlite3.connect and sqlite3.Error are: the package adds only
+    # adapters (datetime, collections) this query does not use and the launcher would load.
+    import _sqlite3 as sqlite3
 
     try:
         db = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)
@@ -63,6 +65,48 @@ def stored_fingerprint(store: str, session_id: str) -> str | None:
     except sqlite3.Error:
         return None
     return row[0] if row and row[1] != "stopped" else None
+
+
+def store_check(store: str, session_id: str, sweep: bool) -> tuple[int, int]:
+    """Fork the store check (stored_fingerprint): (the pipe its answer comes on, its pid). It
+    writes "=" and the stored fingerprint, or "-" for none, and exits; store_holds() reads it.
+    sweep: then, off the launch's path, it removes finished root-run jails' pids cgroups."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            fp = stored_fingerprint(str(store), str(session_id))
+            os.write(w, ("=" + fp).encode() if isinstance(fp, str) else b"-")
+            os.close(w)
+            if sweep:
+                from .sandbox import pids
+
+                for fd in (0, 1, 2):  # nobody waits for this on the pane's terminal
+                    os.close(fd)
+                pids.sweep()
+        finally:
+            os._exit(0)
+    os.close(w)
+    return r, pid
+
+
+def store_holds(check: tuple[int, int], expected: str) -> None:
+    """Refuse the launch unless the store check answered, and with this fingerprint. Reading to
+    EOF: the answer is whole, and a check that died without one is no answer."""
+    r, pid = check
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.close(r)
+    try:
+        os.waitpid(pid, os.WNOHANG)  # it exits right after its answer; bwrap reaps it otherwise
+    except ChildProcessError:
+        pass
+    if not data:
+        die("the store check gave no answer (it exited); refusing", EXIT_REFUSED)
+    if data.decode(errors="replace") != "=" + expected:
+        die("the store does not hold this fingerprint for this session; refusing", EXIT_REFUSED)
 
 
 def seccomp_fd(machine: str, strict: bool = True) -> int:
@@ -86,16 +130,16 @@ def own_session_keyring() -> None:
     """Join a fresh anonymous session keyring, so the jail does not possess the host session's
     keys (Kerberos KEYRING caches, AFS tokens; the kernel also uses them on the process's behalf,
     e.g. for network filesystems). Inside, seccomp refuses the keyring syscalls altogether."""
-    import ctypes
     import errno
+
+    from .sandbox import libc
 
     machine = os.uname().machine  # platform.machine(), without importing platform (re, ...)
     nr = KEYCTL.get(machine)
     if nr is None:
         die(f"no keyctl number for {machine}; refusing to share the host's keyring", EXIT_UNAVAILABLE)
-    libc = ctypes.CDLL(None, use_errno=True)
     if libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
-        err = ctypes.get_errno()
+        err = libc.get_errno()
         if err not in (errno.ENOSYS, errno.EPERM):  # no keyrings here, or a filter above us denies them
             die(f"cannot give the jail its own session keyring: {os.strerror(err)}", EXIT_UNAVAILABLE)
 
@@ -131,8 +175,9 @@ def main(argv: list[str]) -> None:
     policy = spec.get("policy")
     if not isinstance(policy, dict) or fingerprint(policy) != expected or spec.get("fingerprint") != expected:
         die("the policy does not match the fingerprint of this pane (tampered); refusing", EXIT_REFUSED)
-    if stored_fingerprint(spec["store"], spec["session_id"]) != expected:
-        die("the store does not hold this fingerprint for this session; refusing", EXIT_REFUSED)
+    # The store check runs in a child of its own (loading SQLite costs as much as the rest of this
+    # launch), while this process checks and narrows itself; nothing runs before its answer.
+    check = store_check(spec["store"], spec["session_id"], os.getuid() == 0)
 
     verify(spec, policy, spec_path)
 
@@ -140,8 +185,11 @@ def main(argv: list[str]) -> None:
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]  # the pane's terminal, as tmux set it
     if not spec.get("sandboxed", True):
+        store_holds(check, expected)
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
+    # Started before the store's answer: it serves nobody until bwrap runs, and ends with this
+    # process if the answer is no.
     proxy = start_proxy(spec, policy) if policy.get("network") == "proxy" else None
     if proxy:
         from . import netbridge
@@ -150,8 +198,7 @@ def main(argv: list[str]) -> None:
     own_session_keyring()
     if os.getuid() == 0:
         root_process_limit(policy, str(spec["session_id"]))
-    keep: tuple[int, ...] = (seccomp_fd(spec["machine"], policy.get("mode") != "compatibility"),
-            os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
+    seccomp = seccomp_fd(spec["machine"], policy.get("mode") != "compatibility")
     if spec.get("landlock_scope"):
         from .sandbox import landlock
 
@@ -167,7 +214,9 @@ def main(argv: list[str]) -> None:
         os.lseek(code, 0, os.SEEK_SET)
         rest = netbridge.wire(rest, policy, proxy_ready(proxy), proxy[1], code)
         bind_fds.append(code)
-    keep = (*keep, *bind_fds)
+    store_holds(check, expected)
+    keep: tuple[int, ...] = (seccomp, os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
+                             *bind_fds)
     if spec.get("trace") is not None:
         TRACE_HEAD[:] = traced(spec)
     exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
@@ -196,10 +245,12 @@ def traced(spec: dict[str, Any]) -> list[str]:
 
 
 def start_proxy(spec: dict[str, Any], policy: dict[str, Any]) -> tuple[int, str, int]:
-    """Network proxy: fork this pane's egress proxy (netproxy.run), before anything narrows this
-    process (keyring, cgroup, Landlock). Only the child imports the proxy's code (sockets, threads,
-    json): this process goes on to exec bwrap with its lean imports, and waits for the proxy's
-    socket just before (proxy_ready). Returns (the readiness pipe, the bridge's Python, the pid)."""
+    """Network proxy: fork this pane's egress proxy, before anything narrows this process
+    (keyring, cgroup, Landlock). The child listens first (netlisten.begin, lean) and says so;
+    only then, once this process has exec'd bwrap (or exited), does it load the proxy's code
+    (sockets, threads, json) and serve (netproxy.run): its start-up is off this launch's path and
+    does not compete with it for the CPU. Returns (the readiness pipe, the bridge's Python, the
+    pid); proxy_ready() reads the pipe just before the exec."""
     from . import netbridge
 
     python = netbridge.python_for_jail(policy, sys.executable)
@@ -207,17 +258,33 @@ def start_proxy(spec: dict[str, Any], policy: dict[str, Any]) -> tuple[int, str,
         return die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
             "install python3, or start with --network none", EXIT_UNAVAILABLE)
     r, w = os.pipe()
+    go_r, go_w = os.pipe()  # go_w: this process's only, closed by its exec (or its exit)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        os.close(r)
-        from . import netproxy
+        try:  # whatever happens, this child never returns into the launcher
+            os.close(r)
+            os.close(go_w)
+            from . import netlisten
 
-        # On a discovery run strace replaces this process and waits for every child of it, while
-        # the proxy waits for it to exit: there the proxy is a grandchild (detach).
-        netproxy.run(policy, str(spec["store"]), str(spec["session_id"]), parent, w,
-                     detach=spec.get("trace") is not None)
+            # On a discovery run strace replaces this process and waits for every child of it,
+            # while the proxy waits for it to exit: there the proxy is a grandchild (detach).
+            detach = spec.get("trace") is not None
+            early = netlisten.begin(str(spec["store"]), str(spec["session_id"]), parent, w, detach)
+            try:
+                os.read(go_r, 1)  # EOF: the launcher has exec'd, or is exiting
+                os.close(go_r)
+                if netlisten.ended(early[2], 0.01):
+                    netlisten.exit_removing(early[1])
+                from . import netproxy
+
+                netproxy.run(policy, early, parent, detach)
+            finally:
+                netlisten.exit_removing(early[1])
+        finally:
+            os._exit(1)
     os.close(w)
+    os.close(go_r)
     return r, python, pid
 
 

@@ -1,6 +1,6 @@
 """The per-session egress proxy (issue 15, DESIGN §9). Stdlib only.
 
-The launcher forks it just before exec'ing bubblewrap (run()): it runs outside the jail, as the
+The launcher forks it just before exec'ing bubblewrap (netlisten.begin(), then run()): it runs outside the jail, as the
 user, in the host's network namespace, and dies with the pane (PR_SET_PDEATHSIG). It listens on a
 unix socket in the session's directory under tmuxjail's state (hidden from every jail); the
 launcher binds that one socket into this jail only. Inside, the bridge (netbridge) forwards the
@@ -25,7 +25,7 @@ import threading
 import time
 from typing import NoReturn
 
-from . import netcheck
+from . import netcheck, netlisten
 
 MAX_HEAD = 8192
 HEAD_TIMEOUT = 10.0
@@ -41,14 +41,6 @@ class Refused(Exception):
     def __init__(self, rule: str, address: str = ""):
         super().__init__(rule)
         self.rule, self.address = rule, address
-
-
-def _sockaddr_path(path: str) -> tuple[str, int | None]:
-    """A unix socket path short enough for sun_path: long ones go through /proc/self/fd."""
-    if len(path.encode()) < 100:
-        return path, None
-    fd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
 
 
 def own_addresses() -> frozenset:
@@ -301,81 +293,14 @@ def relay(a: socket.socket, b: socket.socket) -> None:
 
 # -- the session's process -------------------------------------------------------------------------
 
-def session_dir(store: str, session_id: str) -> str:
-    """state/net/<session id>: under tmuxjail's state dir, which no jail sees."""
-    sid = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] or "session"
-    return os.path.join(os.path.dirname(store), "net", sid)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][:1] in ("Z", "X")
-    except (OSError, IndexError):
-        return True
-
-
-def clear_stale(directory: str, wait: float = 0.0) -> list[str]:
-    """Remove the sockets of this directory's jails that are gone (proxy-PID.sock: PID is the
-    launcher that became the jail's bwrap, and no longer runs), waiting up to `wait` seconds for
-    ones that are ending. A proxy removes its socket as it exits; this catches one that was
-    killed. Never a live jail's: unlinking a socket bound into a jail would detach it there.
-    Returns the names removed."""
-    removed: list[str] = []
-    deadline = time.monotonic() + wait
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return removed
-    for name in names:
-        pid = name[len("proxy-"):-len(".sock")]
-        if not (name.startswith("proxy-") and name.endswith(".sock") and pid.isdigit()):
-            continue
-        while not _gone(int(pid)) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if _gone(int(pid)):
-            try:
-                os.unlink(os.path.join(directory, name))
-                removed.append(name)
-            except OSError:
-                pass
-    return removed
-
-
 def listen(directory: str, owner: int | None = None) -> tuple[socket.socket, str]:
-    """A listening unix socket in directory, named after `owner` (default: this process; the
-    launcher that becomes the jail's bwrap: each pane of a session has a proxy of its own);
-    sockets of jails that are gone are removed first."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    st = os.lstat(directory)
-    if not os.path.isdir(directory) or os.path.islink(directory) or st.st_uid != os.getuid():
-        raise OSError(f"{directory} is not a directory of ours")
-    clear_stale(directory)
-    path = os.path.join(directory, f"proxy-{owner or os.getpid()}.sock")
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-    where, fd = _sockaddr_path(path)
-    try:
-        s.bind(where)
-    finally:
-        if fd is not None:
-            os.close(fd)
-    os.chmod(path, 0o600)
-    s.listen(128)
-    return s, path
+    """netlisten.listen(), as a socket.socket."""
+    raw, path = netlisten.listen(directory, owner)
+    return socket.socket(fileno=raw.detach()), path
 
 
-def _exit(path: str) -> NoReturn:
-    """The proxy's only way out: its socket goes with it (nothing stale in state/net/)."""
-    try:
-        if path:
-            os.unlink(path)
-    except OSError:
-        pass
-    os._exit(0)
+session_dir, clear_stale = netlisten.session_dir, netlisten.clear_stale
+_exit = netlisten.exit_removing
 
 
 def _exit_when_readable(fd: int, path: str) -> None:
@@ -385,53 +310,31 @@ def _exit_when_readable(fd: int, path: str) -> None:
     _exit(path)
 
 
-def run(policy: dict, store: str, session_id: str, parent: int, ready: int, detach: bool = False) -> NoReturn:
+def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False) -> NoReturn:
     """The proxy process of one jailed pane, forked by the launcher (`parent`, which execs bwrap
-    next, or strace in front of it): listens, writes its socket's path and a newline to `ready`
-    (or "!" and why it cannot), and serves until `parent` exits; it watches a pidfd of it.
-    detach: fork once more and serve from the grandchild (a discovery run: strace -f waits for
-    every child before it exits, and the proxy waits for it to exit)."""
+    next, or strace in front of it), once netlisten.begin() listens and has told the launcher so:
+    serves until `parent` exits; it watches a pidfd of it (`early`). detach: this is the
+    grandchild of a discovery run (see begin)."""
     import ctypes
     import signal
 
-    path = ""
+    raw, path, watch, directory = early
     try:
         # Dies with its parent, which is bwrap by then. PR_SET_PDEATHSIG alone is not enough: the
         # signal comes from the dying parent, and Landlock's signal scope (strict jails) stops it
-        # at the domain's edge; a pidfd of the parent needs no signal. It is opened while the
-        # parent is alive (it waits for `ready`).
-        watch = os.pidfd_open(parent)
-        if detach and os.fork():
-            os._exit(0)  # the middle process; the launcher reaps it
-        # SIGTERM, not SIGKILL: the handler removes the socket on the way out.
-        signal.signal(signal.SIGTERM, lambda *_: _exit(path))
+        # at the domain's edge; a pidfd of the parent needs no signal.
         if not detach:  # (a grandchild's parent is the middle process, gone at once)
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != parent:
                 _exit(path)
-        directory = session_dir(store, session_id)
-        listener, path = listen(directory, owner=parent)
-        log_path = os.path.join(directory, LOG_NAME)
-        proxy = Proxy(policy.get("allow_domains", ()), policy.get("resolve", ()), log_path)
-        os.write(ready, (path + "\n").encode())
-        os.close(ready)
+        listener = socket.socket(fileno=raw.detach())
+        proxy = Proxy(policy.get("allow_domains", ()), policy.get("resolve", ()), os.path.join(directory, LOG_NAME))
         threading.Thread(target=_exit_when_readable, args=(watch, path), daemon=True).start()
-        os.setsid()  # out of the pane's terminal: ^C to the CLI never reaches the proxy
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
         keep = sorted((listener.fileno(), watch))
         for lo, hi in itertools.pairwise([2, *keep, 65536]):
             os.closerange(lo + 1, hi)
         os.chdir("/")
         proxy.serve(listener)
-    except BaseException as exc:  # noqa: BLE001 - told to the launcher, which refuses the launch
-        if not path:
-            try:
-                why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-                os.write(ready, ("!" + why.replace("\n", " ") + "\n").encode())
-            except OSError:
-                pass
     finally:
         _exit(path)

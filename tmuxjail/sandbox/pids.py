@@ -30,10 +30,19 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _sweep(top: str) -> None:
-    """Remove finished jails' groups (rmdir refuses one that still holds a process)."""
+def sweep() -> None:
+    """Remove finished jails' groups (rmdir refuses one that still holds a process). Apart from
+    join(): the launcher has it done off its path (launch.store_check)."""
+    found = hierarchy()
+    if found is None:
+        return
+    top = f"{found[0]}/{GROUP}"
     now = time.time()
-    for entry in os.scandir(top):
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return
+    for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_SECONDS:
                 os.rmdir(entry.path)
@@ -53,9 +62,16 @@ def join(limit: int, name: str) -> str:
     if v2:
         _write(f"{base}/cgroup.subtree_control", "+pids")
         _write(f"{top}/cgroup.subtree_control", "+pids")
-    _sweep(top)
     path = f"{top}/{name}"
     os.makedirs(path, mode=0o755, exist_ok=True)
     _write(f"{path}/pids.max", str(limit))
-    _write(f"{path}/cgroup.procs", str(os.getpid()))
+    if not v2 and len(os.listdir("/proc/self/task")) == 1:
+        # This thread is the whole process (the launcher starts none). Writing its pid to
+        # cgroup.procs would make the kernel take the global threadgroup lock for writing, which
+        # waits for an RCU grace period (6-20 ms on every start); "0" to v1's tasks moves the
+        # calling thread without that lock (cgroup_procs_write_start), and where it goes, its
+        # children, bwrap's and the jail's, are made.
+        _write(f"{path}/tasks", "0")
+    else:
+        _write(f"{path}/cgroup.procs", str(os.getpid()))
     return path

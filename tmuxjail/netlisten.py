@@ -1,0 +1,146 @@
+"""The egress proxy's first steps (issue 15), lean: the launcher's proxy child runs them before it
+loads the proxy's own code (netproxy: sockets, threads, json, re), so the launcher, which waits
+for the ready line before it execs bubblewrap, waits for a listening socket only (issue 18.3).
+Imports only os, time and the interpreter's _socket and _signal."""
+
+from __future__ import annotations
+
+import _signal  # type: ignore[import-not-found]  # signal itself imports enum
+import _socket
+import os
+import time
+
+TYPE_CHECKING = False  # typing itself is not imported: the launcher's proxy child runs this first
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+# The listener and its bookkeeping, as begin() leaves them for netproxy.run().
+Early = tuple[_socket.socket, str, int, str]  # (listener, socket path, pidfd of the launcher, directory)
+
+
+def session_dir(store: str, session_id: str) -> str:
+    """state/net/<session id>: under tmuxjail's state dir, which no jail sees."""
+    sid = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] or "session"
+    return os.path.join(os.path.dirname(store), "net", sid)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][:1] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def clear_stale(directory: str, wait: float = 0.0) -> list[str]:
+    """Remove the sockets of this directory's jails that are gone (proxy-PID.sock: PID is the
+    launcher that became the jail's bwrap, and no longer runs), waiting up to `wait` seconds for
+    ones that are ending. A proxy removes its socket as it exits; this catches one that was
+    killed. Never a live jail's: unlinking a socket bound into a jail would detach it there.
+    Returns the names removed."""
+    removed: list[str] = []
+    deadline = time.monotonic() + wait
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len("proxy-"):-len(".sock")]
+        if not (name.startswith("proxy-") and name.endswith(".sock") and pid.isdigit()):
+            continue
+        while not _gone(int(pid)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _gone(int(pid)):
+            try:
+                os.unlink(os.path.join(directory, name))
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
+
+
+def _sockaddr_path(path: str) -> tuple[str, int | None]:
+    """A unix socket path short enough for sun_path: long ones go through /proc/self/fd."""
+    if len(path.encode()) < 100:
+        return path, None
+    fd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
+
+
+def listen(directory: str, owner: int | None = None) -> tuple[_socket.socket, str]:
+    """A listening unix socket in directory, named after `owner` (default: this process; the
+    launcher that becomes the jail's bwrap: each pane of a session has a proxy of its own);
+    sockets of jails that are gone are removed first."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.lstat(directory)
+    if not os.path.isdir(directory) or os.path.islink(directory) or st.st_uid != os.getuid():
+        raise OSError(f"{directory} is not a directory of ours")
+    clear_stale(directory)
+    path = os.path.join(directory, f"proxy-{owner or os.getpid()}.sock")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    where, fd = _sockaddr_path(path)
+    try:
+        s.bind(where)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    os.chmod(path, 0o600)
+    s.listen(128)
+    return s, path
+
+
+def exit_removing(path: str) -> NoReturn:
+    """The proxy's only way out: its socket goes with it (nothing stale in state/net/)."""
+    try:
+        if path:
+            os.unlink(path)
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def begin(store: str, session_id: str, parent: int, ready: int, detach: bool) -> Early:
+    """In the launcher's proxy child: listen, and write the socket's path and a newline to
+    `ready` (or "!" and why it cannot, and exit). The launcher goes on at once; the caller then
+    loads and runs the proxy (netproxy.run), which serves what queued on the listener meanwhile.
+    detach: fork once more and listen from the grandchild (a discovery run: strace -f waits for
+    every child before it exits, and the proxy waits for it to exit)."""
+    where = [""]
+    try:
+        # A pidfd of the parent, opened while it is alive (it waits for `ready`): the proxy ends
+        # when it ends (netproxy.run watches it).
+        watch = os.pidfd_open(parent)
+        if detach and os.fork():
+            os._exit(0)  # the middle process; the launcher reaps it
+        # SIGTERM, not SIGKILL: the handler removes the socket on the way out.
+        _signal.signal(_signal.SIGTERM, lambda *_: exit_removing(where[0]))
+        directory = session_dir(store, session_id)
+        listener, where[0] = listen(directory, owner=parent)
+        os.setsid()  # out of the pane's terminal: ^C to the CLI never reaches the proxy
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # nor does it hold the pane's terminal
+            os.dup2(null, fd)
+        os.close(null)
+        os.write(ready, (where[0] + "\n").encode())
+        os.close(ready)
+        return listener, where[0], watch, directory
+    except BaseException as exc:  # noqa: BLE001 - told to the launcher, which refuses the launch
+        if not where[0]:
+            try:
+                why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+                os.write(ready, ("!" + why.replace("\n", " ") + "\n").encode())
+            except OSError:
+                pass
+        exit_removing(where[0])
+
+
+def ended(watch: int, within: float) -> bool:
+    """Whether the launcher (a pidfd of it) exits within `within` seconds: after it closed the
+    proxy's go pipe, it either exec'd bwrap (serve) or refused and exited (nobody to serve)."""
+    import select
+
+    return bool(select.select([watch], [], [], within)[0])
