@@ -19,6 +19,8 @@ TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+    from .netlisten import Early
+
 EXIT_REFUSED = 3
 STUB = "import sys; sys.path[:0] = [{root!r}]; from tmuxjail.launch import main; main(sys.argv[1:])"
 EXIT_UNAVAILABLE = 5
@@ -67,40 +69,97 @@ def stored_fingerprint(store: str, session_id: str) -> str | None:
     return row[0] if row and row[1] != "stopped" else None
 
 
-def store_check(store: str, session_id: str, sweep: bool) -> tuple[int, int]:
-    """Fork the store check (stored_fingerprint): (the pipe its answer comes on, its pid). It
-    writes "=" and the stored fingerprint, or "-" for none, and exits; store_holds() reads it.
-    sweep: then, off the launch's path, it removes finished root-run jails' pids cgroups."""
-    r, w = os.pipe()
+class Helper:
+    """The launch's helper child (start_helper): its pid, the pipes its answers come on (the
+    store's; the proxy's socket, -1 without the proxy) and the go pipe it waits on before it
+    serves (this process's end, closed by its exec), and the bridge's Python."""
+
+    __slots__ = ("go", "pid", "python", "ready", "store")
+
+    def __init__(self, pid: int, store: int, ready: int, go: int, python: str) -> None:
+        self.pid, self.store, self.ready, self.go, self.python = pid, store, ready, go, python
+
+
+def start_helper(spec: dict[str, Any], policy: dict[str, Any], proxied: bool) -> Helper:
+    """Fork the helper child. It listens for the proxy first, when there is one (netlisten.begin:
+    lean, and says so on `ready`), then checks the store (stored_fingerprint: "=" and the stored
+    fingerprint, or "-" for none, on `store`), then, root only, sweeps finished jails' pids
+    cgroups; then it exits, or, under the proxy, waits until this process has exec'd bwrap before
+    it loads the proxy's code (sockets, threads, json) and serves (netproxy.run): its start-up is
+    off this launch's path and does not compete with it for the CPU. It is forked before
+    anything narrows this process (keyring, cgroup, Landlock)."""
+    python = ""
+    if proxied:
+        from . import netbridge
+
+        found = netbridge.python_for_jail(policy, sys.executable)
+        if found is None:
+            die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
+                "install python3, or start with --network none", EXIT_UNAVAILABLE)
+        python = found
+    store_r, store_w = os.pipe()
+    ready_r, ready_w = os.pipe() if proxied else (-1, -1)
+    go_r, go_w = os.pipe() if proxied else (-1, -1)  # go_w: this process's only
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        try:
-            os.close(r)
-            fp = stored_fingerprint(str(store), str(session_id))
-            os.write(w, ("=" + fp).encode() if isinstance(fp, str) else b"-")
-            os.close(w)
-            if sweep:
-                from .sandbox import pids
-
-                for fd in (0, 1, 2):  # nobody waits for this on the pane's terminal
+        try:  # whatever happens, this child never returns into the launcher
+            for fd in (store_r, ready_r, go_w):
+                if fd >= 0:
                     os.close(fd)
-                pids.sweep()
+            helper(spec, policy, parent, store_w, ready_w, go_r)
         finally:
             os._exit(0)
-    os.close(w)
-    return r, pid
+    for fd in (store_w, ready_w, go_r):
+        if fd >= 0:
+            os.close(fd)
+    return Helper(pid, store_r, ready_r, go_w, python)
 
 
-def store_holds(check: tuple[int, int], expected: str) -> None:
-    """Refuse the launch unless the store check answered, and with this fingerprint. Reading to
-    EOF: the answer is whole, and a check that died without one is no answer."""
-    r, pid = check
-    data = b""
-    while chunk := os.read(r, 4096):
-        data += chunk
-    os.close(r)
+def helper(spec: dict[str, Any], policy: dict[str, Any], parent: int, store: int, ready: int, go: int) -> None:
+    """The helper child's work (start_helper)."""
+    early: Early | None = None
+    # On a discovery run strace replaces the launcher and waits for every child of it, while the
+    # proxy waits for it to exit: there the proxy is a grandchild (detach).
+    detach = spec.get("trace") is not None
     try:
-        os.waitpid(pid, os.WNOHANG)  # it exits right after its answer; bwrap reaps it otherwise
+        if ready >= 0:
+            from . import netlisten
+
+            early = netlisten.begin(str(spec["store"]), str(spec["session_id"]), parent, ready, detach)
+        fp = stored_fingerprint(str(spec["store"]), str(spec["session_id"]))
+        os.write(store, ("=" + fp).encode() if isinstance(fp, str) else b"-")
+        os.close(store)
+        if os.getuid() == 0:
+            from .sandbox import pids
+
+            if early is None:
+                for fd in (0, 1, 2):  # nobody waits for the sweep on the pane's terminal
+                    os.close(fd)
+            pids.sweep()
+        if early is None:
+            return
+        os.read(go, 1)  # EOF: the launcher has exec'd, or is exiting
+        os.close(go)
+        if netlisten.ended(early[2], 0.01):
+            return
+        from . import netproxy
+
+        netproxy.run(policy, early, parent, detach)
+    finally:
+        if early is not None:
+            netlisten.exit_removing(early[1])  # (imported: early is its)
+
+
+def store_holds(helper: Helper, expected: str) -> None:
+    """Refuse the launch unless the helper's store check answered, and with this fingerprint.
+    Reading to EOF: the answer is whole, and a check that died without one is no answer."""
+    data = b""
+    while chunk := os.read(helper.store, 4096):
+        data += chunk
+    os.close(helper.store)
+    try:
+        os.waitpid(helper.pid, os.WNOHANG)  # done, unless it serves the proxy; bwrap reaps it otherwise
     except ChildProcessError:
         pass
     if not data:
@@ -175,9 +234,12 @@ def main(argv: list[str]) -> None:
     policy = spec.get("policy")
     if not isinstance(policy, dict) or fingerprint(policy) != expected or spec.get("fingerprint") != expected:
         die("the policy does not match the fingerprint of this pane (tampered); refusing", EXIT_REFUSED)
-    # The store check runs in a child of its own (loading SQLite costs as much as the rest of this
-    # launch), while this process checks and narrows itself; nothing runs before its answer.
-    check = store_check(spec["store"], spec["session_id"], os.getuid() == 0)
+    # One helper child checks the store (loading SQLite costs as much as the rest of this launch)
+    # and, under the network proxy, becomes the proxy, while this process checks and narrows
+    # itself; nothing runs before the store's answer (store_holds). The proxy starts before it:
+    # it serves nobody until bwrap runs, and ends with this process if the answer is no.
+    proxied = policy.get("network") == "proxy" and policy.get("backend") != "none"
+    helper = start_helper(spec, policy, proxied)
 
     verify(spec, policy, spec_path)
 
@@ -185,13 +247,10 @@ def main(argv: list[str]) -> None:
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]  # the pane's terminal, as tmux set it
     if not spec.get("sandboxed", True):
-        store_holds(check, expected)
+        store_holds(helper, expected)
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
-    # Started before the store's answer: it serves nobody until bwrap runs, and ends with this
-    # process if the answer is no.
-    proxy = start_proxy(spec, policy) if policy.get("network") == "proxy" else None
-    if proxy:
+    if proxied:
         from . import netbridge
 
         env = netbridge.env(env)
@@ -208,13 +267,13 @@ def main(argv: list[str]) -> None:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
-    if proxy:
+    if proxied:
         code = os.memfd_create("tmuxjail-bridge", 0)
         os.write(code, netbridge.BRIDGE.encode())
         os.lseek(code, 0, os.SEEK_SET)
-        rest = netbridge.wire(rest, policy, proxy_ready(proxy), proxy[1], code)
+        rest = netbridge.wire(rest, policy, proxy_ready(helper), helper.python, code)
         bind_fds.append(code)
-    store_holds(check, expected)
+    store_holds(helper, expected)
     keep: tuple[int, ...] = (seccomp, os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
                              *bind_fds)
     if spec.get("trace") is not None:
@@ -244,62 +303,17 @@ def traced(spec: dict[str, Any]) -> list[str]:
     return argv(path)
 
 
-def start_proxy(spec: dict[str, Any], policy: dict[str, Any]) -> tuple[int, str, int]:
-    """Network proxy: fork this pane's egress proxy, before anything narrows this process
-    (keyring, cgroup, Landlock). The child listens first (netlisten.begin, lean) and says so;
-    only then, once this process has exec'd bwrap (or exited), does it load the proxy's code
-    (sockets, threads, json) and serve (netproxy.run): its start-up is off this launch's path and
-    does not compete with it for the CPU. Returns (the readiness pipe, the bridge's Python, the
-    pid); proxy_ready() reads the pipe just before the exec."""
-    from . import netbridge
-
-    python = netbridge.python_for_jail(policy, sys.executable)
-    if python is None:
-        return die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
-            "install python3, or start with --network none", EXIT_UNAVAILABLE)
-    r, w = os.pipe()
-    go_r, go_w = os.pipe()  # go_w: this process's only, closed by its exec (or its exit)
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        try:  # whatever happens, this child never returns into the launcher
-            os.close(r)
-            os.close(go_w)
-            from . import netlisten
-
-            # On a discovery run strace replaces this process and waits for every child of it,
-            # while the proxy waits for it to exit: there the proxy is a grandchild (detach).
-            detach = spec.get("trace") is not None
-            early = netlisten.begin(str(spec["store"]), str(spec["session_id"]), parent, w, detach)
-            try:
-                os.read(go_r, 1)  # EOF: the launcher has exec'd, or is exiting
-                os.close(go_r)
-                if netlisten.ended(early[2], 0.01):
-                    netlisten.exit_removing(early[1])
-                from . import netproxy
-
-                netproxy.run(policy, early, parent, detach)
-            finally:
-                netlisten.exit_removing(early[1])
-        finally:
-            os._exit(1)
-    os.close(w)
-    os.close(go_r)
-    return r, python, pid
-
-
-def proxy_ready(proxy: tuple[int, str, int]) -> str:
+def proxy_ready(helper: Helper) -> str:
     """The proxy's socket (host path), once it listens; refuses the launch if it could not."""
-    r, _, pid = proxy
     data = b""
     while not data.endswith(b"\n"):
-        chunk = os.read(r, 4096)
+        chunk = os.read(helper.ready, 4096)
         if not chunk:
             break
         data += chunk
-    os.close(r)
+    os.close(helper.ready)
     try:
-        os.waitpid(pid, os.WNOHANG)  # a detaching proxy's middle process has exited: reap it
+        os.waitpid(helper.pid, os.WNOHANG)  # a detaching proxy's middle process has exited: reap it
     except ChildProcessError:
         pass
     line = data.decode(errors="replace").strip()
