@@ -13,7 +13,6 @@ import os
 import sys
 
 from .canon import fingerprint, loads
-from .render import fail
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
@@ -28,6 +27,8 @@ TRACE_HEAD: list[str] = []  # a discovery run: strace in front of bubblewrap (tr
 
 
 def die(message: str, code: int) -> NoReturn:
+    from .render import fail
+
     fail(message)
     raise SystemExit(code)
 

@@ -140,6 +140,22 @@ def test_stopped_session_is_refused(jail_env, tmp_path):
     assert proc.returncode == 3 and "store does not hold" in proc.stderr and "RAN" not in proc.stdout
 
 
+def test_a_store_check_that_dies_refuses_the_launch(jail_env, tmp_path):
+    """The store check runs in the launcher's helper child, beside the rest of the launch (issue
+    18.3). Here that child really dies before it answers (SQLite cannot be loaded in it): no
+    answer is not yes, and nothing runs."""
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    path.chmod(0o600)
+    stub = "import sys; sys.modules['_sqlite3'] = None; from tmuxjail.launch import main; main(sys.argv[1:])"
+    proc = subprocess.run([sys.executable, "-E", "-P", "-c", stub, "--fp", spec["fingerprint"], str(path)],
+                          capture_output=True, text=True, env=env.environ(), timeout=30)
+    assert proc.returncode == 3 and "store check gave no answer" in proc.stderr and "RAN" not in proc.stdout, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_spec_owned_by_someone_else_is_refused(jail_env, tmp_path):
     env = jail_env
     _, spec = _spec(env, tmp_path)
