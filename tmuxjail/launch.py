@@ -12,8 +12,6 @@ import itertools
 import os
 import sys
 
-from .canon import fingerprint, loads
-
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
     from typing import Any, NoReturn
@@ -47,6 +45,8 @@ def read_spec(path: str) -> dict[str, Any]:
         die("launch spec is not owned by you; refusing", EXIT_REFUSED)
     with os.fdopen(fd, "rb") as f:
         data = f.read()
+    from .canon import loads
+
     try:
         spec = loads(data)
     except (ValueError, RecursionError):
@@ -71,66 +71,87 @@ def stored_fingerprint(store: str, session_id: str) -> str | None:
 
 
 class Helper:
-    """The launch's helper child (start_helper): its pid, the pipes its answers come on (the
-    store's; the proxy's socket, -1 without the proxy) and the go pipe it waits on before it
-    serves (this process's end, closed by its exec), and the bridge's Python."""
+    """The launch's helper child (start_helper): its pid, and this process's ends of the pipes:
+    the request it writes (ask_helper), the answers (the store's; the proxy's socket, -1 without
+    the proxy), and the go pipe the proxy waits on (closed by this process's exec)."""
 
-    __slots__ = ("go", "pid", "python", "ready", "store")
+    __slots__ = ("ask", "go", "pid", "ready", "store")
 
-    def __init__(self, pid: int, store: int, ready: int, go: int, python: str) -> None:
-        self.pid, self.store, self.ready, self.go, self.python = pid, store, ready, go, python
+    def __init__(self, pid: int, ask: int, store: int, ready: int, go: int) -> None:
+        self.pid, self.ask, self.store, self.ready, self.go = pid, ask, store, ready, go
 
 
-def start_helper(spec: dict[str, Any], policy: dict[str, Any], proxied: bool) -> Helper:
-    """Fork the helper child. It listens for the proxy first, when there is one (netlisten.begin:
-    lean, and says so on `ready`), then checks the store (stored_fingerprint: "=" and the stored
-    fingerprint, or "-" for none, on `store`), then, root only, sweeps finished jails' pids
-    cgroups; then it exits, or, under the proxy, waits until this process has exec'd bwrap before
-    it loads the proxy's code (sockets, threads, json) and serves (netproxy.run): its start-up is
-    off this launch's path and does not compete with it for the CPU. It is forked before
-    anything narrows this process (keyring, cgroup, Landlock)."""
-    python = ""
-    if proxied:
-        from . import netbridge
-
-        found = netbridge.python_for_jail(policy, sys.executable)
-        if found is None:
-            die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
-                "install python3, or start with --network none", EXIT_UNAVAILABLE)
-        python = found
+def start_helper() -> Helper:
+    """Fork the helper child, first thing: it loads SQLite (as costly as the rest of this launch)
+    while this process reads and checks its spec, and then does what ask_helper() asks. Under the
+    It checks the store (stored_fingerprint: "=" and the stored fingerprint, or "-" for none, on
+    `store`); under the network proxy it then listens (netlisten.begin: lean, and says so on
+    `ready`, or why it cannot); root only, it then sweeps finished jails' pids cgroups; then it exits or, under the proxy,
+    waits until this process has exec'd bwrap before it loads the proxy's code (sockets, threads,
+    json) and serves (netproxy.run): its start-up is off this launch's path and does not compete
+    with it for the CPU. It is forked before anything narrows this process (keyring, cgroup,
+    Landlock); a launch refused before it asks leaves it nothing to do (EOF)."""
+    ask_r, ask_w = os.pipe()
     store_r, store_w = os.pipe()
-    ready_r, ready_w = os.pipe() if proxied else (-1, -1)
-    go_r, go_w = os.pipe() if proxied else (-1, -1)  # go_w: this process's only
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()  # go_w: this process's only
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         try:  # whatever happens, this child never returns into the launcher
-            for fd in (store_r, ready_r, go_w):
-                if fd >= 0:
-                    os.close(fd)
-            helper(spec, policy, parent, store_w, ready_w, go_r)
+            for fd in (ask_w, store_r, ready_r, go_w):
+                os.close(fd)
+            helper(parent, ask_r, store_w, ready_w, go_r)
         finally:
             os._exit(0)
-    for fd in (store_w, ready_w, go_r):
-        if fd >= 0:
-            os.close(fd)
-    return Helper(pid, store_r, ready_r, go_w, python)
+    for fd in (ask_r, store_w, ready_w, go_r):
+        os.close(fd)
+    return Helper(pid, ask_w, store_r, ready_r, go_w)
 
 
-def helper(spec: dict[str, Any], policy: dict[str, Any], parent: int, store: int, ready: int, go: int) -> None:
-    """The helper child's work (start_helper)."""
-    early: Early | None = None
-    # On a discovery run strace replaces the launcher and waits for every child of it, while the
-    # proxy waits for it to exit: there the proxy is a grandchild (detach).
-    detach = spec.get("trace") is not None
+def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], proxied: bool) -> None:
+    """Tell the helper this launch's store and session, and the proxy's settings if it has one."""
+    from .canon import canonical_json
+
+    proxy = {"allow_domains": policy.get("allow_domains", []), "resolve": policy.get("resolve", [])}
+    data = canonical_json({"store": str(spec["store"]), "session_id": str(spec["session_id"]),
+                           "detach": spec.get("trace") is not None, "proxy": proxy if proxied else None}).encode()
     try:
-        if ready >= 0:
-            from . import netlisten
+        while data:
+            data = data[os.write(helper.ask, data):]
+    except BrokenPipeError:
+        pass  # the helper is gone: its store check gives no answer, which refuses (store_holds)
+    os.close(helper.ask)
+    if not proxied:
+        os.close(helper.ready)
+        helper.ready = -1
 
-            early = netlisten.begin(str(spec["store"]), str(spec["session_id"]), parent, ready, detach)
-        fp = stored_fingerprint(str(spec["store"]), str(spec["session_id"]))
+
+def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
+    """The helper child's work (start_helper)."""
+    import _sqlite3  # now, while the launcher reads its spec; stored_fingerprint uses it
+
+    del _sqlite3
+    data = b""
+    while chunk := os.read(ask, 65536):
+        data += chunk
+    if not data:
+        return  # the launch was refused before it asked
+    from .canon import loads
+
+    req = loads(data)
+    assert isinstance(req, dict)
+    early: Early | None = None
+    try:
+        fp = stored_fingerprint(req["store"], req["session_id"])
         os.write(store, ("=" + fp).encode() if isinstance(fp, str) else b"-")
         os.close(store)
+        # On a discovery run strace replaces the launcher and waits for every child of it, while
+        # the proxy waits for it to exit: there the proxy is a grandchild (detach).
+        if req["proxy"] is not None:
+            from . import netlisten
+
+            early = netlisten.begin(req["store"], req["session_id"], parent, ready, req["detach"])
         if os.getuid() == 0:
             from .sandbox import pids
 
@@ -146,7 +167,7 @@ def helper(spec: dict[str, Any], policy: dict[str, Any], parent: int, store: int
             return
         from . import netproxy
 
-        netproxy.run(policy, early, parent, detach)
+        netproxy.run(req["proxy"], early, parent, req["detach"])
     finally:
         if early is not None:
             netlisten.exit_removing(early[1])  # (imported: early is its)
@@ -230,17 +251,29 @@ def pane_command(python: str, fp: str, spec: str) -> list[str]:
 def main(argv: list[str]) -> None:
     if len(argv) != 3 or argv[0] != "--fp":
         die("usage: python -m tmuxjail.launch --fp FINGERPRINT SPEC", 2)
+    helper = start_helper()
+    from .canon import fingerprint
+
     expected, spec_path = argv[1], argv[2]
     spec = read_spec(spec_path)
     policy = spec.get("policy")
     if not isinstance(policy, dict) or fingerprint(policy) != expected or spec.get("fingerprint") != expected:
         die("the policy does not match the fingerprint of this pane (tampered); refusing", EXIT_REFUSED)
-    # One helper child checks the store (loading SQLite costs as much as the rest of this launch)
-    # and, under the network proxy, becomes the proxy, while this process checks and narrows
-    # itself; nothing runs before the store's answer (store_holds). The proxy starts before it:
-    # it serves nobody until bwrap runs, and ends with this process if the answer is no.
+    # The helper child checks the store and, under the network proxy, becomes the proxy, while
+    # this process checks and narrows itself; nothing runs before the store's answer
+    # (store_holds). The proxy starts before it: it serves nobody until bwrap runs, and ends with
+    # this process if the answer is no.
     proxied = policy.get("network") == "proxy" and policy.get("backend") != "none"
-    helper = start_helper(spec, policy, proxied)
+    python = ""
+    if proxied:
+        from . import netbridge
+
+        found = netbridge.python_for_jail(policy, sys.executable)
+        if found is None:
+            die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
+                "install python3, or start with --network none", EXIT_UNAVAILABLE)
+        python = found
+    ask_helper(helper, spec, policy, proxied)
 
     verify(spec, policy, spec_path)
 
@@ -268,13 +301,13 @@ def main(argv: list[str]) -> None:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
+    store_holds(helper, expected)
     if proxied:
         code = os.memfd_create("tmuxjail-bridge", 0)
         os.write(code, netbridge.BRIDGE.encode())
         os.lseek(code, 0, os.SEEK_SET)
-        rest = netbridge.wire(rest, policy, proxy_ready(helper), helper.python, code)
+        rest = netbridge.wire(rest, policy, proxy_ready(helper), python, code)
         bind_fds.append(code)
-    store_holds(helper, expected)
     keep: tuple[int, ...] = (seccomp, os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
                              *bind_fds)
     if spec.get("trace") is not None:
