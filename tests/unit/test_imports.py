@@ -58,6 +58,10 @@ SEAMS = {
     ("tmuxjail.launch", "tmuxjail.discover.trace"): "the launcher, on a discovery run only",
     ("tmuxjail.launch", "tmuxjail.netproxy"): "the launcher, with --network proxy only",
     ("tmuxjail.launch", "tmuxjail.netbridge"): "the launcher, with --network proxy only",
+    ("tmuxjail.launch", "tmuxjail.canon"): "the launcher, after it has forked its helper (which loads SQLite meanwhile)",
+    ("tmuxjail.launch", "tmuxjail.render"): "the launcher, when it refuses",
+    ("tmuxjail.launch", "tmuxjail.netlisten"): "the launcher's helper child, with --network proxy only",
+    ("tmuxjail.launch", "tmuxjail.sandbox.libc"): "the launcher (keyring)",
     ("tmuxjail.sandbox.bwrap", "tmuxjail.model"): "a policy recorded before limits existed (the launcher imports bwrap)",
 }
 
