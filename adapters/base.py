@@ -3,7 +3,6 @@ their inputs: no filesystem, tmux, SQLite or environment reads (identity.py does
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -98,4 +97,6 @@ class Adapter:
 
 
 def new_uuid() -> str:
+    import uuid  # only for the CLIs that take a session id up front: not on every start
+
     return str(uuid.uuid4())

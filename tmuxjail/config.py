@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,13 +132,19 @@ def _network(raw: object, source: str, env_network: str | None) -> dict[str, str
     return out
 
 
+def _toml(text: str, source: str) -> dict[str, Any]:
+    import tomllib  # ~2 ms of imports a start without a config file does not pay
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+
+
 def parse(text: str, source: str, env_allowed: str | None = None, env_network: str | None = None) -> Config:
     """Pure: config text (+ TMUXJAIL_ALLOWED_MODES, TMUXJAIL_NETWORK) -> Config, or a one-line
     UsageError."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    raw = _toml(text, source) if text else {}  # no config file: tomllib is not even loaded
     unknown = set(raw) - KEYS
     if unknown:
         raise ConfigError(f"{source}: unknown key {min(unknown)!r}")

@@ -4,6 +4,7 @@ namespaces work."""
 
 from __future__ import annotations
 
+import marshal
 import os
 import stat
 import subprocess
@@ -49,6 +50,51 @@ def root_only(roots=ROOT_WALK) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(files)), tuple(sorted(dirs))
 
 
+_AHEAD: tuple[int, int, tuple[str, ...]] | None = None  # (pid, pipe, roots) of the walk started ahead
+
+
+def root_only_ahead(roots: tuple[str, ...] = ROOT_WALK) -> None:
+    """Start root_only() in a child process, so that the walk (~15 ms of stat calls) runs on
+    another core while this one imports and resolves; root_only_walked() takes its answer.
+    (A thread would not: the main thread holds the GIL through the imports.)"""
+    global _AHEAD
+    if _AHEAD is not None:
+        return
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: walk, write, exit without running anything of the parent's
+        code = 1
+        try:
+            os.close(r)
+            data = marshal.dumps(root_only(roots))
+            while data:
+                data = data[os.write(w, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    _AHEAD = (pid, r, roots)
+
+
+def root_only_walked(roots: tuple[str, ...] = ROOT_WALK) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """root_only(roots): the walk root_only_ahead started, when it finished well; else walked now."""
+    global _AHEAD
+    if _AHEAD is not None:
+        pid, r, ahead = _AHEAD
+        _AHEAD = None
+        with os.fdopen(r, "rb") as f:
+            data = f.read()
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 0:
+            try:
+                files, dirs = marshal.loads(data)
+                if ahead == roots and all(isinstance(p, str) for p in (*files, *dirs)):
+                    return tuple(files), tuple(dirs)
+            except (EOFError, ValueError, TypeError):
+                pass
+    return root_only(roots)
+
+
 def layout(tmux_socket: str | None, env: dict) -> HostLayout:
     top: dict[str, str] = {}
     for p in TOP_LINKS:
@@ -78,7 +124,7 @@ def layout(tmux_socket: str | None, env: dict) -> HostLayout:
     secrets = {p for p in ETC_SECRETS if os.path.isfile(p)}
     hidden_dirs: tuple[str, ...] = ()
     if uid == 0:
-        unreadable, hidden_dirs = root_only()
+        unreadable, hidden_dirs = root_only_walked()
         secrets.update(unreadable)
     tmux_dirs = tuple(sorted(d for d in dirs if os.path.isdir(d)))
     # Our own server may not run yet: tmuxjail starts it before the jail, so mask it anyway.

@@ -6,13 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import pwd
 import stat
 import threading
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from .errors import UsageError
 
@@ -118,8 +116,7 @@ def sha256_file(path: Path, cache: DigestCache | None = None) -> str:
         os.close(fd)
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     identity: ExecutableIdentity
     argv: list[str]  # how to start it (interpreter first, for scripts)
     install_roots: tuple[str, ...]  # read-only inside strict jails
@@ -193,8 +190,7 @@ def _shebang(path: Path) -> list[str]:
     return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(NamedTuple):
     """What runs, before anything is hashed: the real executable, its interpreter (a script's),
     how to start it, what strict jails get read-only of its install, and its package version."""
 
@@ -208,7 +204,7 @@ class Located:
 def locate(adapter, found: Path, path_env: str) -> Located:
     """Follow launchers to the real executable (stdlib only: the warm start runs it every time)."""
     real = found.resolve()
-    for cand in adapter.native_candidates(PurePosixPath(real), platform.machine()):
+    for cand in adapter.native_candidates(PurePosixPath(real), os.uname().machine):
         if Path(cand).is_file() and os.access(cand, os.X_OK):
             real = Path(cand).resolve()
             break

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import secrets
 import shlex
 import stat
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import audit, log
 from . import paths as paths_mod
@@ -27,7 +25,6 @@ from .launch import pane_command
 from .policyview import PolicyView, as_data, never_passed
 from .registry import Mode
 from .sandbox import HostLayout, bwrap, landlock
-from .status import describe
 
 if TYPE_CHECKING:
     from .model import Policy as Model
@@ -41,10 +38,10 @@ PANE_GONE = "the tmux server exited, or the pane was closed, before the jail sta
 # A launcher reads its spec within a second of the pane's start; nothing in the spool is needed
 # for longer than the start wait.
 SPEC_MAX_AGE = 4 * READY_TIMEOUT
+STATUS_EVERY, PROBE_EVERY = 0.004, 0.1  # wait_ready's two checks
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(NamedTuple):
     """The sandbox argv of one launch and the host layout it was built for (the launcher rebuilds
     the argv from the policy and this layout, and refuses any other)."""
 
@@ -52,8 +49,7 @@ class Launch:
     layout: HostLayout | None
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(NamedTuple):
     path: Path
     status: Path
 
@@ -171,7 +167,7 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         "session_id": sid, "fingerprint": fp, "policy": as_data(pol), "argv": launch.sandbox_argv,
         "env": env(ctx, pol), "store": str(ctx.paths.store),
         "status_file": str(status) if status_file else os.devnull,
-        "machine": platform.machine(), "sandboxed": not unguarded(pol),
+        "machine": os.uname().machine, "sandboxed": not unguarded(pol),
         "landlock_scope": pol.mode.strict and landlock_ok(),
         # The launcher rebuilds the bwrap argv from the policy and this layout and refuses any
         # other argv (launch.verify).
@@ -257,6 +253,9 @@ def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | 
     """None once the sandbox is up, else the reason it is not (read from the dead pane)."""
     deadline = time.monotonic() + READY_TIMEOUT
     foreign = None
+    # The status file is read every few ms; tmux is asked about the pane only every PROBE_EVERY
+    # (each ask runs a tmux client, on the CPU the starting jail needs).
+    probe_at = time.monotonic() + (PROBE_EVERY if not unguarded else 0)
     while time.monotonic() < deadline:
         if not unguarded:
             try:
@@ -265,6 +264,10 @@ def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | 
                 report = {}
             if "child-pid" in report and jail_exec_started(int(report["child-pid"])):
                 return None
+            if time.monotonic() < probe_at:
+                time.sleep(STATUS_EVERY)
+                continue
+            probe_at = time.monotonic() + PROBE_EVERY
         probe = ctx.tmux.run("display-message", "-p", "-t", pane, "#{pane_dead} #{pane_pid}", check=False)
         dead, _, pid = probe.stdout.strip().partition(" ")
         if probe.returncode != 0 or not dead:
@@ -337,6 +340,8 @@ def settle(ctx: Context, sid: str, name: str, pane: str, spec: Spec, kind: str, 
     store.event(kind, sid, fingerprint=fp, mode=pol.mode.value, provider=pol.provider,
                 env_names=sorted(env(ctx, pol)))
     log.info(kind, session=name, fingerprint=fp, mode=pol.mode.value, provider=pol.provider)
+    from .status import describe  # once the jail is up: its imports are not on the way to the pane
+
     result = describe(ctx, store.find(name))
     result["attach"] = None if detach else ctx.tmux.attach_argv(name)
     return result

@@ -6,10 +6,9 @@ and plan.resolve runs the same functions."""
 from __future__ import annotations
 
 import os
-import platform
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .config import Config
 from .errors import SandboxUnavailable, UsageError
@@ -20,8 +19,7 @@ from .sandbox.seccomp import supported
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
 
-@dataclass(frozen=True)
-class StartOptions:
+class StartOptions(NamedTuple):
     provider: str
     mode: str | None = None
     workspaces: tuple[str, ...] = ()
@@ -72,8 +70,7 @@ def mode_of(mode_name: str | None, cfg: Config) -> Mode:
         raise UsageError(f"unknown mode {mode_name!r}") from None
 
 
-@dataclass(frozen=True)
-class Sandbox:
+class Sandbox(NamedTuple):
     """The sandbox this host gives a jail of one mode: the backend, and whether there is none at
     all (compatibility-unguarded, an operator's opt-in: `why` says what is missing)."""
 
@@ -94,8 +91,8 @@ def sandbox(cfg: Config, mode: Mode) -> Sandbox:
                 f"{mode.value} mode cannot be enforced: {why}",
                 hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)",
             )
-    if not unguarded and not supported(platform.machine()):
-        raise SandboxUnavailable(f"no seccomp filter for {platform.machine()}; the jail cannot block TIOCSTI here")
+    if not unguarded and not supported(os.uname().machine):
+        raise SandboxUnavailable(f"no seccomp filter for {os.uname().machine}; the jail cannot block TIOCSTI here")
     if mode.strict and landlock.abi() < landlock.MIN_ABI and landlock.GUARD not in cfg.accept_missing_guards:
         raise SandboxUnavailable(
             f"this kernel's Landlock (ABI {landlock.abi()}) cannot keep the jail off the host's abstract unix sockets",

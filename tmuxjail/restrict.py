@@ -12,7 +12,6 @@ passed explicitly with --restrict; one lying in a workspace is never policy by i
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,8 @@ FIELDS = ("allowed_modes", "capabilities", "workspaces", "env_names")
 
 def parse(text: str, source: str) -> dict[str, Any]:
     """TOML text -> a normalised restriction dict (lists sorted), or a one-line UsageError."""
+    import tomllib  # only with --restrict: every start imports this module
+
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

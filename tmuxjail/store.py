@@ -7,7 +7,6 @@ import json
 import os
 import sqlite3
 import time
-import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -109,6 +108,15 @@ def move_aside(path: Path) -> dict:
     return {"moved_to": str(aside), "kept": kept}
 
 
+def new_id() -> str:
+    """str(uuid.uuid4()), without importing uuid (and platform, ctypes' loader...) on every start."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -184,7 +192,7 @@ class Store:
     def insert_session(self, **fields: Any) -> SessionRow:
         row: dict[str, Any] = dict.fromkeys(COLUMNS)
         row.update(fields)
-        row["id"] = row["id"] or str(uuid.uuid4())
+        row["id"] = row["id"] or new_id()
         row["created_at"] = row["updated_at"] = now()
         try:
             self.db.execute(
@@ -211,6 +219,13 @@ class Store:
         """Delete a session row only if nobody changed it since it was read (prune)."""
         cur = self.db.execute("DELETE FROM sessions WHERE id=? AND updated_at=?", (sid, updated_at))
         return cur.rowcount == 1
+
+    def forget_session(self, sid: str) -> None:
+        """A start that never happened: its row and its events, in one transaction."""
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("DELETE FROM events WHERE session_id=?", (sid,))
+            self.db.execute("DELETE FROM sessions WHERE id=?", (sid,))
 
     def find(self, name: str) -> SessionRow | None:
         """The live session of that name (or id, as tmux key bindings pass it), else the most
@@ -251,7 +266,7 @@ class Store:
     # approvals ----------------------------------------------------------------------------
     def add_approval(self, provider: str, profile_version: str, profile_hash: str, executable: dict,
                      capabilities, user: str) -> dict:
-        row = {"id": str(uuid.uuid4()), "provider": provider, "profile_version": profile_version,
+        row = {"id": new_id(), "provider": provider, "profile_version": profile_version,
                "profile_hash": profile_hash, "executable": executable,
                "capabilities": sorted(capabilities), "approved_at": now(), "approved_by": user,
                "revoked_at": None}

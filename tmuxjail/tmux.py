@@ -194,6 +194,10 @@ def parse_version(text: str) -> tuple[int, int, str]:
     return (int(m.group(1)), int(m.group(2)), m.group(3))
 
 
+class DuplicateSession(TmuxjailError):
+    """new-session refused: the server already has a session of that name."""
+
+
 Pane = namedtuple("Pane", "session_name window_id pane_id pane_pid pane_dead pane_dead_status "
                          "pane_current_command tmuxjail_id tmuxjail_fp start_command dead_signal screen_hit",
                   defaults=("",))
@@ -211,6 +215,7 @@ class Tmux:
         self.env = {k: v for k, v in env.items() if k in CLIENT_ENV or k.startswith(("LC_", "XDG_"))}
         self.inside = env.get("TMUX", "")
         self._server: libtmux.Server | None = None
+        self._reported = False  # self.socket is what the running server printed (new_session)
         if socket_name and socket_path:
             raise UsageError("use either -L or -S, not both")
         if socket_path:
@@ -236,7 +241,10 @@ class Tmux:
         return cls(socket_path=socket, env=env)
 
     def refresh_socket(self) -> str:
-        """The socket path as the running server reports it (after it exists)."""
+        """The socket path as the running server reports it (after it exists): as new_session
+        printed it, else asked."""
+        if self._reported:
+            return self.socket
         proc = self.run("display-message", "-p", "#{socket_path}", check=False)
         path = proc.stdout.strip()
         if proc.returncode == 0 and path.startswith("/"):
@@ -335,7 +343,9 @@ class Tmux:
         that exits at once, so a dead jail stays visible instead of taking its window with it.
         session_options (e.g. default-command) are set on the session only, in the same call."""
         target = f"={name}:"
-        args = ["new-session", "-d", "-s", name, "-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id}", *map(W, argv)]
+        # -P -F: the pane id, and where the server really put its socket (refresh_socket).
+        args = ["new-session", "-d", "-s", name, "-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id} #{socket_path}",
+                *map(W, argv)]
         for key, value in (session_options or {}).items():
             args += [";", "set-option", "-t", target, key, W(value)]
         # Pane hooks (pane-died) live on windows, not sessions: these go on the session's first
@@ -344,7 +354,17 @@ class Tmux:
             args += [";", "set-hook", "-w", "-t", target, hook, W(command)]
         args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
         args += self._option_args(target, options)
-        return self.first_line(self._exec(args), "new-session")
+        proc = self._exec(args, check=False)
+        if proc.returncode != 0 and proc.stderr.startswith(f"duplicate session: {name}\n"):
+            raise DuplicateSession(f"tmux new-session: duplicate session: {name}")
+        if proc.returncode != 0:
+            msg = (proc.stderr or proc.stdout).strip().splitlines()
+            raise TmuxjailError(f"tmux new-session: {msg[-1] if msg else 'failed'}")
+        self.first_line(proc, "new-session")
+        pane, _, socket = proc.stdout.strip().partition(" ")
+        if socket.startswith("/"):
+            self.socket, self._reported = socket, True
+        return pane
 
     def new_pane(self, how: str, target: str, argv: list[str], cwd: str, options: dict[str, str],
                  detach: bool = False, split: str = "v") -> str:

@@ -22,14 +22,12 @@ a discovery candidate or a trace, and a dry run, always resolve in full."""
 from __future__ import annotations
 
 import os
-import platform
 import pwd
 import stat
 import sys
-from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tmuxjail
 
@@ -54,8 +52,7 @@ DEPENDENCIES = ("pydantic/__init__.py", "pydantic/version.py", "pydantic_core/__
 PACKAGES = host.PACKAGES  # what installed() walks
 
 
-@dataclass(frozen=True)
-class WarmPlan:
+class WarmPlan(NamedTuple):
     """What a start needs of a resolution, cached or not."""
 
     policy: PolicyView
@@ -159,7 +156,7 @@ def inputs(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: 
         "tmuxjail": [tmuxjail.__version__, installed()],
         "python": [sys.version, sys.executable, sys.prefix, dependencies()],
         "user": [os.getuid(), os.getgid(), sorted(os.getgroups()), pw.pw_name, pw.pw_dir, pw.pw_shell],
-        "machine": platform.machine(),
+        "machine": os.uname().machine,
         "paths": [str(p.home), str(p.config_dir), str(p.state_dir), str(p.data_dir)],
         "config": [str(p.config_file), cfg_digest, {k: os.environ.get(k) for k in ENV_READ}],
         "PATH": ctx.env.get("PATH", os.defpath),

@@ -275,6 +275,20 @@ def test_duplicate_name_refused(jail_env):
     assert _rows(env) == before
 
 
+def test_a_tmux_session_of_that_name_is_refused_and_leaves_nothing(jail_env):
+    """new-session itself refuses the name (no has-session before it): the same message and exit
+    code, and the row, its events and the spec made meanwhile are gone."""
+    env = jail_env
+    env.tmux("new-session", "-d", "-s", "app", "sleep 600")  # someone else's session
+    proc = env.run("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "app", "--detach")
+    assert proc.returncode == 2, proc.stderr
+    assert "a tmux session named 'app' already exists on this server" in proc.stderr
+    assert _rows(env) == 0
+    assert sqlite3.connect(env.store).execute("SELECT count(*) FROM events").fetchone()[0] == 0
+    assert not list((env.state_dir / "spool").iterdir())
+    assert env.tmux("list-panes", "-t", "=app", "-F", "#{pane_start_command}").strip() == '"sleep 600"'
+
+
 def test_stop_kills_the_tmux_session_and_keeps_the_record(jail_env):
     env = jail_env
     start(env)

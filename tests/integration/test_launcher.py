@@ -318,7 +318,8 @@ def test_unknown_machine_refuses_before_anything_runs(jail_env):
     launches anything; the launcher's own refusal is the second line, not the only one. The
     machine name is the only thing faked: tmux, the store and bubblewrap are real."""
     env = jail_env
-    code = "import platform, sys; platform.machine = lambda: 'mips'; from tmuxjail.cli import main; main()"
+    code = ("import os; u = os.uname(); os.uname = lambda: os.uname_result((*u[:4], 'mips')); "
+            "from tmuxjail.cli import main; main()")
     proc = subprocess.run([sys.executable, "-P", "-c", code, "-L", env.socket, "start", "shell", "--mode", "isolated",
                            "--workspace", str(env.ws), "--name", "m", "--detach"],
                           cwd=env.ws, env=env.environ(), capture_output=True, text=True, timeout=60)

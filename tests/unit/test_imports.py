@@ -36,6 +36,8 @@ SEAMS = {
     ("tmuxjail.cli", "tmuxjail.cli.app"): "--version answers before argparse and the command table load",
     ("tmuxjail.cli", "tmuxjail"): "__version__, on the --version fast path",
     ("tmuxjail.cli.app", "tmuxjail.store"): "an sqlite3 error: sqlite3 is loaded already",
+    ("tmuxjail.jail", "tmuxjail.status"): "describing the started session: after the pane is up, not before",
+    ("tmuxjail.cli.app", "tmuxjail.host"): "a start as root: the /etc walk begins in a child before start's code loads",
     ("tmuxjail.commands.list", "tmuxjail.plan"): "list --check: the policy code (pydantic), list alone never",
     ("tmuxjail.commands.start", "tmuxjail.plan"): "the dry run and preflight resolve in full; a start goes through warm",
     ("tmuxjail.commands.start", "tmuxjail.sandbox.seatbelt"): "--backend seatbelt, a dry run only (never on Linux's start)",

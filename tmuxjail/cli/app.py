@@ -358,6 +358,12 @@ def _dispatch(p: argparse.ArgumentParser, args, passthrough: list[str], json_out
         raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
                             hint=paths.HOME_FIX)
     name = "approve --candidate" if args.command == "approve" and args.candidate else args.command
+    if name == "start" and os.getuid() == 0:
+        # Root's jails mask what others cannot read under /etc: that walk runs on another core
+        # while the start's code loads (host.root_only_ahead).
+        from ..host import root_only_ahead
+
+        root_only_ahead()
     res = handler(name)(call)
     code = out(res, json_out)
     if res.bring is not None:

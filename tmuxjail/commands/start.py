@@ -8,9 +8,8 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
 from secrets import token_hex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import audit, jail, log, restrict, warm
 from ..canon import fingerprint
@@ -21,15 +20,14 @@ from ..policyview import GIT_WRITE, as_data
 from ..registry import Mode
 from ..render import Result, interactive, policy_text
 from ..request import StartOptions, canonical_workspaces
-from ..tmux import check_name
+from ..tmux import DuplicateSession, check_name
 from . import Call
 
 if TYPE_CHECKING:
     from ..plan import Plan
 
 
-@dataclass(frozen=True)
-class Placement:
+class Placement(NamedTuple):
     """Where a jail goes when it joins the current tmux session (`--here`, `--split`)."""
 
     kind: str  # "window" or "split"
@@ -59,6 +57,10 @@ def auto_name(provider: str, workspace: str, taken: set[str]) -> str:
         name = f"{provider}-{base}-{token_hex(2)}"
         if name not in taken:
             return name
+
+
+def duplicate(name: str) -> UsageError:
+    return UsageError(f"a tmux session named {name!r} already exists on this server")
 
 
 def warn_git_write(pol) -> None:
@@ -125,8 +127,8 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     warn_git_write(pol)
     store = ctx.store
     name = opts.name or auto_name(opts.provider, workspaces[0], store.names())
-    if place is None and ctx.tmux.has_session(name):
-        raise UsageError(f"a tmux session named {name!r} already exists on this server")
+    # A tmux session of that name is refused by new-session itself (one tmux run less before
+    # the pane): the row made meanwhile is then forgotten (DuplicateSession below).
     request = {"provider": opts.provider, "mode": pol.mode.value, "workspaces": list(workspaces),
                "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
                "restriction": opts.restriction, "network": opts.network,
@@ -135,13 +137,18 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
         request["candidate"] = opts.candidate
     if place is not None:
         request["placement"] = place.kind
-    row = store.insert_session(
-        name=name, provider=opts.provider, mode=jail.display_mode(pol), env_name=opts.env_name,
-        workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol.data, sort_keys=True),
-        request=json.dumps(request), status="starting", native_id=native_id,
-        private_home=pol.private_home, tmux_socket=ctx.tmux.socket,
-        tmux_session=place.session if place else name, approval_id=p.approval["id"] if p.approval else None,
-    )
+    try:
+        row = store.insert_session(
+            name=name, provider=opts.provider, mode=jail.display_mode(pol), env_name=opts.env_name,
+            workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol.data, sort_keys=True),
+            request=json.dumps(request), status="starting", native_id=native_id,
+            private_home=pol.private_home, tmux_socket=ctx.tmux.socket,
+            tmux_session=place.session if place else name, approval_id=p.approval["id"] if p.approval else None,
+        )
+    except UsageError:
+        if place is None and ctx.tmux.has_session(name):  # both: the tmux session is named first
+            raise duplicate(name) from None
+        raise
     spec = None
     try:
         jail.prepare_dirs(ctx, pol, adapter)
@@ -158,6 +165,9 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     except BaseException as exc:
         if spec is not None:
             jail.discard_spec(spec.path, spec.status)
+        if isinstance(exc, DuplicateSession):  # nothing started: no row is left behind
+            store.forget_session(row.id)
+            raise duplicate(name) from None
         store.update_session(row.id, status="failed", failure=str(exc)[:500])
         raise
     # Where the server really put its socket (tmux falls back from a TMUX_TMPDIR it cannot use).
