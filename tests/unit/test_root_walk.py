@@ -45,5 +45,7 @@ def test_a_child_that_fails_or_lies_means_the_walk_runs_here(tmp_path, monkeypat
         assert host.root_only_walked(roots) == want
     # A walk started for other roots is not this one's answer.
     monkeypatch.setattr(host, "root_only", real)
-    host.root_only_ahead((str(tmp_path),))
+    other = (f"{roots[0]}/sub",)
+    assert host.root_only(other) != want
+    host.root_only_ahead(other)
     assert host.root_only_walked(roots) == want
