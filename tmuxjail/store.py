@@ -7,6 +7,8 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -173,6 +175,10 @@ class Store:
                 os.close(fd)
                 self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
                 self.db.execute("PRAGMA journal_mode=WAL")
+                # No fsync per commit (~1-3 ms each, several per start): sessions and events are
+                # about tmux sessions that a power loss ends too, and the digest cache is a cache.
+                # WAL stays consistent; approvals and revocations commit with FULL (_durable).
+                self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.execute("PRAGMA busy_timeout=30000")
                 self.db.executescript(SCHEMA)
                 have = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")}
@@ -270,14 +276,25 @@ class Store:
                "profile_hash": profile_hash, "executable": executable,
                "capabilities": sorted(capabilities), "approved_at": now(), "approved_by": user,
                "revoked_at": None}
-        self.db.execute(
-            "INSERT INTO approvals (id, provider, profile_version, profile_hash, executable, capabilities,"
-            " approved_at, approved_by) VALUES (?,?,?,?,?,?,?,?)",
-            (row["id"], provider, profile_version, profile_hash, json.dumps(executable, sort_keys=True),
-             json.dumps(row["capabilities"]), row["approved_at"], user),
-        )
-        self.event("approve", None, approval=row["id"], provider=provider, capabilities=row["capabilities"])
+        with self._durable():
+            self.db.execute(
+                "INSERT INTO approvals (id, provider, profile_version, profile_hash, executable, capabilities,"
+                " approved_at, approved_by) VALUES (?,?,?,?,?,?,?,?)",
+                (row["id"], provider, profile_version, profile_hash, json.dumps(executable, sort_keys=True),
+                 json.dumps(row["capabilities"]), row["approved_at"], user),
+            )
+            self.event("approve", None, approval=row["id"], provider=provider, capabilities=row["capabilities"])
         return row
+
+    @contextmanager
+    def _durable(self) -> Iterator[None]:
+        """Commits inside are on disk when they return (synchronous=FULL): what a human approved
+        or revoked must not come back different after a power loss."""
+        self.db.execute("PRAGMA synchronous=FULL")
+        try:
+            yield
+        finally:
+            self.db.execute("PRAGMA synchronous=NORMAL")
 
     def approvals(self, provider: str | None = None, include_revoked: bool = False) -> list[dict]:
         q, args = "SELECT * FROM approvals WHERE 1=1", []
@@ -294,8 +311,9 @@ class Store:
         return out
 
     def revoke(self, provider: str) -> int:
-        cur = self.db.execute("UPDATE approvals SET revoked_at=? WHERE provider=? AND revoked_at IS NULL",
-                              (now(), provider))
-        if cur.rowcount:
-            self.event("revoke", None, provider=provider, count=cur.rowcount)
+        with self._durable():
+            cur = self.db.execute("UPDATE approvals SET revoked_at=? WHERE provider=? AND revoked_at IS NULL",
+                                  (now(), provider))
+            if cur.rowcount:
+                self.event("revoke", None, provider=provider, count=cur.rowcount)
         return cur.rowcount
