@@ -18,34 +18,38 @@ NO_PROXY_VARS = ("NO_PROXY", "no_proxy")
 PYTHONS = ("/usr/bin/python3",)
 
 BRIDGE = r"""
-import os, socket, sys, threading
+import os, sys, _socket as S
 path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
 def die(m):
     sys.stderr.write("tmuxjail: proxy bridge: %s\n" % m); sys.exit(5)
 ls = []
-for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+for fam, host in ((S.AF_INET, "127.0.0.1"), (S.AF_INET6, "::1")):
     try:
-        s = socket.socket(fam); s.bind((host, port)); s.listen(128); ls.append(s)
+        s = S.socket(fam, S.SOCK_STREAM); s.bind((host, port)); s.listen(128); ls.append(s)
     except OSError as e:
-        if fam == socket.AF_INET: die("cannot listen on 127.0.0.1:%d: %s" % (port, e.strerror))
+        if fam == S.AF_INET: die("cannot listen on 127.0.0.1:%d: %s" % (port, e.strerror))
 me = os.getpid()
 if os.fork():
     for s in ls: s.close()
     try: os.execvp(argv[0], argv)
     except OSError as e: die("cannot run %s: %s" % (argv[0], e.strerror))
-# The relay lives exactly as long as the command (the parent, exec'd): a jail's PID namespace
-# would end it anyway, but not where no namespace holds it (a bench, a jail without one).
+# The command is exec'd as soon as the ports listen: everything below is the relay's, after the
+# fork, off the command's way. Built-in modules only (_socket, _thread, select, fcntl: no import
+# of socket.py, threading.py and what they pull in). The relay lives exactly as long as the
+# command (the parent, exec'd): a jail's PID namespace would end it anyway, but not where no
+# namespace holds it (a bench, a jail without one).
+import _thread, select
 try: w = os.pidfd_open(me)
 except OSError: os._exit(0)
 if os.getppid() != me: os._exit(0)
 def gone():
-    import select; select.select([w], [], []); os._exit(0)
-threading.Thread(target=gone, daemon=True).start()
+    select.select([w], [], []); os._exit(0)
+_thread.start_new_thread(gone, ())
 os.setsid()
 n = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2): os.dup2(n, fd)
 B = 1 << 18
-def pump(a, b):
+def pump(a, b, done=None):
     r, w = os.pipe()
     try:
         try:
@@ -58,10 +62,11 @@ def pump(a, b):
     except OSError: pass
     finally:
         os.close(r); os.close(w)
-        try: b.shutdown(socket.SHUT_WR)
+        try: b.shutdown(S.SHUT_WR)
         except OSError: pass
+        if done: done.release()
 def up():
-    u = socket.socket(socket.AF_UNIX)
+    u = S.socket(S.AF_UNIX, S.SOCK_STREAM)
     if len(path) < 100:
         u.connect(path); return u
     d = os.open(os.path.dirname(path), os.O_PATH)
@@ -71,14 +76,15 @@ def up():
 def conn(c):
     try: u = up()
     except OSError: c.close(); return
-    t = threading.Thread(target=pump, args=(u, c), daemon=True); t.start()
-    pump(c, u); t.join(); c.close(); u.close()
+    done = _thread.allocate_lock(); done.acquire()
+    _thread.start_new_thread(pump, (u, c, done))
+    pump(c, u); done.acquire(); c.close(); u.close()
 def serve(s):
     while True:
-        try: c, _ = s.accept()
+        try: fd, _ = s._accept()
         except OSError: continue
-        threading.Thread(target=conn, args=(c,), daemon=True).start()
-for s in ls[1:]: threading.Thread(target=serve, args=(s,), daemon=True).start()
+        _thread.start_new_thread(conn, (S.socket(fileno=fd),))
+for s in ls[1:]: _thread.start_new_thread(serve, (s,))
 serve(ls[0])
 """
 

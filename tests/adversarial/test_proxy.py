@@ -484,3 +484,43 @@ def test_a_proxy_that_cannot_start_refuses_the_launch(jail_env):
     proc = env.run("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "j", "--detach")
     assert proc.returncode != 0, proc.stdout
     assert "cannot start the session's network proxy" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+FIRST = """#!/bin/sh
+python3 - > "$PWD/.first.tmp" 2>&1 <<'PY'
+import json, socket
+try:
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=%(wait)s)
+    s.sendall(b"CONNECT %(target)s HTTP/1.1\\r\\nHost: %(target)s\\r\\n\\r\\n")
+    data = b""
+    while chunk := s.recv(4096):
+        data += chunk
+    head, _, body = data.partition(b"\\r\\n\\r\\n")
+    print(json.dumps([head.split(b"\\r\\n")[0].decode(), body.decode(errors="replace")]))
+except OSError as e:
+    print(json.dumps(["error", repr(e)]))
+PY
+mv "$PWD/.first.tmp" "$PWD/.first.out"
+exec sleep 600
+"""
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_a_clis_first_action_goes_out_through_the_bridge(jail_env, upstream, mode):
+    """The bridge execs the CLI as soon as its ports listen and sets its relay up beside it, on
+    built-in modules only (issue 18.5): a CLI whose very first action is a CONNECT through the
+    bridge, once and without a retry, reaches its upstream and reads its answer to the end (both
+    directions and the close through the relay)."""
+    env = jail_env
+    configure(env)
+    target = f"{'api.github.com' if mode == 'verified' else 'up.test'}:{upstream.port}"
+    (env.bin / "codex").write_text(FIRST % dict(wait=WAIT, target=target))
+    caps = ("--capability", "github-cli") if mode == "verified" else ()
+    if mode == "verified":
+        env.run("approve", "codex", "--yes", *caps, check=True)
+    info = env.json("start", "codex", "--mode", mode, "--workspace", str(env.ws), "--name", "j", "--detach",
+                    "--network", "proxy", *caps)
+    out = Path(info["workspace"]) / ".first.out"
+    wait_until(out.exists, timeout=20, what="the CLI's first connection")
+    assert json.loads(out.read_text()) == ["HTTP/1.1 200 Connection established", upstream.token]
+    assert upstream.contacts == 1

@@ -303,6 +303,26 @@ def test_the_bridge_relay_dies_with_its_command_even_outside_a_jail(tmp_path):
             os.kill(relay, 9)
 
 
+def _python_modules(argv: list[str]) -> set[str]:
+    """The modules written in Python a `python3 -I -S ARGV` loads (-v names each import's loader):
+    not those built into the interpreter, frozen in it or compiled (_socket, select: C)."""
+    p = subprocess.run(["python3", "-I", "-S", "-v", *argv], capture_output=True, text=True, timeout=30)
+    return {line.split("'")[1] for line in p.stderr.splitlines()
+            if line.startswith("import '") and ("SourceFileLoader" in line or "SourcelessFileLoader" in line)}
+
+
+def test_the_bridge_runs_its_command_on_built_in_modules_only(tmp_path):
+    """The bridge stands between bwrap and the CLI on every proxied start: up to the CLI's exec
+    (and in the relay it forks beside it, up to its stderr going to /dev/null) it loads no module
+    written in Python beyond the interpreter's own start-up: no socket.py, threading.py and what
+    they pull in (~10 ms, more on a busy machine, before the CLI can draw). Port 0: no fixed port."""
+    code = tmp_path / "bridge.py"
+    code.write_text(netbridge.BRIDGE)
+    startup = _python_modules(["-c", "pass"])
+    assert "encodings" in startup  # the control: -v shows them
+    assert _python_modules([str(code), str(tmp_path / "none.sock"), "0", "--", "/bin/true"]) == startup
+
+
 def test_a_proxy_socket_is_removed_only_once_its_proxy_is_gone(tmp_path):
     gone = subprocess.Popen(["true"])
     gone.wait()
