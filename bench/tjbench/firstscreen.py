@@ -144,15 +144,23 @@ def time_first_screen(argv: list[str], env: dict[str, str], tmux: list[str], tar
     return Seen(s.at, s.drawn, screen, (err or "").strip() if proc.returncode else "")
 
 
-def bare_command(dry: dict[str, Any], jail_home: Path, bare_home: Path) -> tuple[list[str], list[Path]]:
+def bare_command(dry: dict[str, Any], jail_home: Path, bare_home: Path,
+                 caller: dict[str, str] | None = None) -> tuple[list[str], list[Path]]:
     """The command the jail would run (the words after bwrap's `--`) with the environment the
-    launcher gives it, as `env -i … CMD` for a bare pane: the jail's HOME replaced by a scratch
-    one, a fresh id where the adapter put one (Claude's --session-id); and the directories under
-    that HOME the environment names (the adapter makes them before a jailed start)."""
+    launcher gives it, as `env -i … CMD` for a bare pane: the variables the policy passes through
+    (`env_names`, valued from the caller's environment as a start takes them: LANG, LC_ALL,
+    SSL_CERT_FILE, ...; TERM is the pane's, set by the caller) and the ones it sets, the jail's
+    HOME replaced by a scratch one, a fresh id where the adapter put one (Claude's --session-id);
+    and the directories under that HOME the environment names (the adapter makes them before a
+    jailed start). Only the proxy's variables, which the launcher adds for the jail's bridge, stay
+    out: the bare pane has the host's network."""
     argv: list[str] = dry["sandbox_argv"]
     cmd = [str(uuid.uuid4()) if UUID.match(w) else w for w in argv[argv.index("--") + 1:]]
-    env, dirs = [], []
-    for k, v in dry["policy"]["env_set"]:
+    fixed = dict(dry["policy"]["env_set"])
+    passed = {k: (caller or {})[k] for k in dry.get("env_names", ())
+              if k in (caller or {}) and k not in fixed and k != "TERM"}
+    env, dirs = [f"{k}={v}" for k, v in sorted(passed.items())], []
+    for k, v in fixed.items():
         if v == str(jail_home) or v.startswith(f"{jail_home}/"):
             v = str(bare_home) + v[len(str(jail_home)):]
             if k != "HOME":
@@ -198,7 +206,7 @@ class Sides:
     def bare(self) -> Seen:
         self.count += 1
         name = f"b{self.count}"
-        cmd, dirs = bare_command(self.dry, self.jail_home, self.bare_home)
+        cmd, dirs = bare_command(self.dry, self.jail_home, self.bare_home, self.env)
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
         seen = time_first_screen(

@@ -98,6 +98,21 @@ def test_bare_command_mirrors_the_jail_with_a_scratch_home(tmp_path):
     assert dirs == [bare_home / ".claude"]
 
 
+def test_the_bare_pane_gets_the_variables_the_jail_passes_through(tmp_path):
+    """Both sides run with the same environment: what the policy passes through (env_names, as a
+    start takes it from the caller) and what it sets; the caller's other variables, TERM (the
+    pane's, set by the part) and the proxy's (the jail's bridge) stay out."""
+    jail_home, bare_home = Path("/h/me"), tmp_path / "bare"
+    dry = {"sandbox_argv": ["bwrap", "--", "/opt/codex"], "env_names": ["HOME", "LANG", "LC_ALL", "SSL_CERT_FILE", "TERM"],
+           "policy": {"env_set": [["HOME", "/h/me"], ["PATH", "/usr/bin:/bin"]]}}
+    caller = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "SSL_CERT_FILE": "/etc/ssl/certs/ca.crt", "TERM": "xterm",
+              "HOME": "/elsewhere", "SECRET": "x", "HTTPS_PROXY": "http://127.0.0.1:3128"}
+    argv, _ = bare_command(dry, jail_home, bare_home, caller)
+    env = argv[2:argv.index("/opt/codex")]
+    assert sorted(env) == sorted(["LANG=C.UTF-8", "LC_ALL=C.UTF-8", "SSL_CERT_FILE=/etc/ssl/certs/ca.crt",
+                                  f"HOME={bare_home}", "PATH=/usr/bin:/bin"])
+
+
 def test_a_cli_that_exits_keeps_its_screen_tmuxs_dead_pane_line_is_not_a_change():
     drawn = " Unable to connect to Anthropic services\n Check your internet connection.\n\n\n"
     dead = drawn.rstrip("\n") + "\nPane is dead (status 1, Tue Dec  1 22:45:21 2026)\n\n"
