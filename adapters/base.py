@@ -3,12 +3,11 @@ their inputs: no filesystem, tmux, SQLite or environment reads (identity.py does
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Certification:
+class Certification(NamedTuple):
     """How `tmuxjail certify` recognises and probes this CLI (data only: tmuxjail.certify runs it)."""
 
     first_screen: tuple[str, ...]  # regexes; any match = the CLI reached its first screen
@@ -17,15 +16,17 @@ class Certification:
     resume_syntax: str  # regex the relaunched CLI's argv must match
     child_note: str  # how a child process of the CLI is made, in words
     child_by_keys: bool = False  # typed into the running CLI (else a second session starts one)
-    env: dict[str, str] = field(default_factory=dict)  # added to the scratch environment
-    probe_env: dict[str, str] = field(default_factory=dict)  # added for the child session only
+    env: dict[str, str] = {}  # noqa: RUF012 - added to the scratch environment (read only)
+    probe_env: dict[str, str] = {}  # noqa: RUF012 - added for the child session only (read only)
 
 
-@dataclass(frozen=True)
-class Adapter:
+class Adapter(NamedTuple):
+    """(NamedTuples, not dataclasses: every start loads its adapter, and dataclasses would cost it
+    inspect and ast. A provider's subclass adds methods, never fields.)"""
+
     provider: str
     # Environment variables that relocate the CLI's state, as paths relative to HOME.
-    home_env: dict[str, str] = field(default_factory=dict)
+    home_env: dict[str, str] = {}  # noqa: RUF012 - read only
     # Directories (relative to HOME) that must exist before the CLI starts.
     home_dirs: tuple[str, ...] = ()
     # The CLI keeps its install next to its entry point (a bundled node, rg, ...), so expose the

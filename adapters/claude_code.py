@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from .base import Adapter, Certification, new_uuid
@@ -9,7 +8,6 @@ from .base import Adapter, Certification, new_uuid
 _PKGS = {"x86_64": "claude-code-linux-x64", "aarch64": "claude-code-linux-arm64", "arm64": "claude-code-darwin-arm64"}
 
 
-@dataclass(frozen=True)
 class ClaudeCode(Adapter):
     def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
         # bin/claude.exe is normally the native binary hard-linked by the postinstall; when the

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from .base import Adapter, Certification
@@ -12,7 +11,6 @@ _TRIPLES = {
 }
 
 
-@dataclass(frozen=True)
 class Codex(Adapter):
     def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
         # npm installs bin/codex.js, a Node launcher that execve()s the native binary shipped in

@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .base import Adapter, Certification
 
 
-@dataclass(frozen=True)
 class Cursor(Adapter):
     def resume_argv(self, exe, native_id, extra):
         return [*exe, *(["--resume", native_id] if native_id else ["--continue"])]

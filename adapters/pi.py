@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .base import Adapter, Certification
 
 
-@dataclass(frozen=True)
 class Pi(Adapter):
     def resume_argv(self, exe, native_id, extra):
         # Pi keys sessions by cwd (sessions/--<cwd>--/); the jail keeps the same workspace path.

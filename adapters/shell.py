@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .base import Adapter
 
 
-@dataclass(frozen=True)
 class Shell(Adapter):
     """The user's login shell, to try the jail without any agent installed. Which shell runs comes
     from the password database (identity.login_shell), never from $SHELL."""

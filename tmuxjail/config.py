@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ConfigError, TmuxjailError
 from .netcheck import check_name
@@ -46,21 +45,23 @@ def network_fix(mode: str, want: str, config_file: str, env_network: str | None)
             f"(the widest network {mode} sessions may ask, and their default)")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
+    """(A NamedTuple, not a dataclass: a start would import dataclasses, inspect and ast for it.
+    parse() gives every instance its own tables; the defaults are shared and never changed.)"""
+
     default_mode: str = "compatibility"
     allowed_modes: tuple[str, ...] = MODES
     allow_unguarded_compatibility: bool = False
-    executables: dict[str, str] = field(default_factory=dict)
+    executables: dict[str, str] = {}  # noqa: RUF012 - read only
     accept_missing_guards: tuple[str, ...] = ()
     source: str = "(defaults)"
-    limits: dict[str, Any] = field(default_factory=dict)  # overrides of model.Limits, by field name
+    limits: dict[str, Any] = {}  # noqa: RUF012 - overrides of model.Limits, by field name; read only
     # mode -> the network a session gets when the request names none, and the widest it may ask.
-    network: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_NETWORK))
+    network: dict[str, str] = dict(DEFAULT_NETWORK)  # noqa: RUF012 - read only
     # [network.resolve]: (name, address, test_upstream), sorted; see _resolve_table.
     resolve: tuple[tuple[str, str, bool], ...] = ()
     # mode -> the widest domain patterns a proxied jail of that mode may reach (netpolicy).
-    allow_domains: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict.fromkeys(MODES, (ANY,)))
+    allow_domains: dict[str, tuple[str, ...]] = dict.fromkeys(MODES, (ANY,))
     env_network: str | None = None  # TMUXJAIL_NETWORK as given (it narrowed `network`)
 
 

@@ -99,4 +99,6 @@ def test_a_warm_start_loads_no_pydantic_no_structlog_and_no_policy_code(jail_env
     assert not top(warm) & {"pydantic", "structlog"}
     assert not warm & {"tmuxjail.plan", "tmuxjail.policy", "tmuxjail.model", "tmuxjail.profiles"}
     assert "tmuxjail.sandbox.seatbelt" not in warm  # the macOS backend: `--backend seatbelt --dry-run` only
+    # Nor the stdlib it has no use for on the way to the pane (issue 18.1: several ms of imports).
+    assert not warm & {"dataclasses", "inspect", "ast", "uuid", "platform"}
     assert [r["status"] for r in env.json("list")] == ["running", "running"]
