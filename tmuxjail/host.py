@@ -377,13 +377,44 @@ def own_install() -> tuple[str, ...]:
     could change: a compatibility jail must get them read-only."""
     pkg = os.path.dirname(tmuxjail.__file__)
     candidates = [pkg, *_outside(pkg, package_dirs()), sys.prefix, sys.executable,
-                  os.path.dirname(os.__file__), *FIXED_PATHS]
+                  *interpreter_dirs(), os.path.dirname(os.__file__), *FIXED_PATHS]
     out: list[str] = []
     for c in candidates:
         real = os.path.realpath(c)
         if os.path.exists(real) and _writable(real) and real not in out:
             out.append(real)
     return tuple(sorted(out))
+
+
+# Where the system's own interpreters live: root's compatibility jails can write them anyway
+# (README: when tmuxjail runs as root), and a read-only /usr/bin would change them for nothing.
+SYSTEM_DIRS = ("/", "/usr", "/usr/bin", "/usr/lib", "/usr/lib64", "/usr/local", "/usr/local/bin",
+               "/usr/local/lib", "/bin", "/lib", "/lib64")
+
+
+def interpreter_dirs() -> list[str]:
+    """The directories the interpreter itself reads before any of tmuxjail's code, beyond its
+    executable and stdlib: a file a jail adds there redirects the launcher's imports, even under
+    -I -S: `python3.X._pth` beside the real executable or `libpython3.X.so.1.0._pth` beside the
+    shared library replaces sys.path outright, `pybuilddir.txt` beside the executable moves the
+    stdlib, and prefix/lib/python3X.zip comes before the stdlib on sys.path. So the interpreter's
+    install (sys.base_prefix, as pyenv, uv or conda make one), the real executable's directory
+    and the shared library's (read from this process's mappings), unless they are the system's."""
+    dirs = [sys.base_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").partition("/")[2]
+                if path and os.path.basename(path).startswith("libpython"):
+                    dirs.append(os.path.dirname("/" + path))
+    except OSError:
+        pass
+    out: list[str] = []
+    for d in dirs:
+        real = os.path.realpath(d)
+        if real not in SYSTEM_DIRS and real not in out:
+            out.append(real)
+    return out
 
 
 def package_dirs() -> list[str]:
