@@ -376,7 +376,10 @@ def own_install() -> tuple[str, ...]:
     (package, venv, interpreter, stdlib, bwrap) and that a capability-less process of this user
     could change: a compatibility jail must get them read-only."""
     pkg = os.path.dirname(tmuxjail.__file__)
-    candidates = [pkg, *_outside(pkg, package_dirs()), sys.prefix, sys.executable,
+    # The package's parent too: the launcher puts it first on its sys.path (launch.STUB), so a
+    # __future__.py or _sqlite3.py added there is what it imports (a --user or --target install
+    # keeps it outside any venv; an editable one is the checkout).
+    candidates = [pkg, os.path.dirname(pkg), *_outside(pkg, package_dirs()), sys.prefix, sys.executable,
                   *interpreter_dirs(), os.path.dirname(os.__file__), *FIXED_PATHS]
     out: list[str] = []
     for c in candidates:
@@ -388,6 +391,7 @@ def own_install() -> tuple[str, ...]:
 
 # Where the system's own interpreters live: root's compatibility jails can write them anyway
 # (README: when tmuxjail runs as root), and a read-only /usr/bin would change them for nothing.
+# (A user's own /usr/local stays protected: own_install keeps what the user could write.)
 SYSTEM_DIRS = ("/", "/usr", "/usr/bin", "/usr/lib", "/usr/lib64", "/usr/local", "/usr/local/bin",
                "/usr/local/lib", "/bin", "/lib", "/lib64")
 
@@ -399,7 +403,7 @@ def interpreter_dirs() -> list[str]:
     shared library replaces sys.path outright, `pybuilddir.txt` beside the executable moves the
     stdlib, and prefix/lib/python3X.zip comes before the stdlib on sys.path. So the interpreter's
     install (sys.base_prefix, as pyenv, uv or conda make one), the real executable's directory
-    and the shared library's (read from this process's mappings), unless they are the system's."""
+    and the shared library's (read from this process's mappings); for root, not the system's."""
     dirs = [sys.base_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
     try:
         with open("/proc/self/maps") as f:
@@ -412,7 +416,7 @@ def interpreter_dirs() -> list[str]:
     out: list[str] = []
     for d in dirs:
         real = os.path.realpath(d)
-        if real not in SYSTEM_DIRS and real not in out:
+        if not (real in SYSTEM_DIRS and os.getuid() == 0) and real not in out:
             out.append(real)
     return out
 

@@ -88,7 +88,8 @@ for p in os.listdir("/proc"):
     if cmd.startswith("sh .attack"):
         continue  # this probe's own shell: its script, its output file, a heredoc pipe
     for fd, what in sorted(fds.items()):
-        ok = what.startswith("/dev/pts/") or what == "/dev/null"
+        ok = what.startswith("/dev/pts/") or what in ("/dev/tty", "/dev/null")
+        ok = ok or (what.startswith(os.getcwd() + "/.attack") and fd in ("1", "10"))  # this probe's, as the shell sets it up
         ok = ok or (comm == "bwrap" and what == "anon_inode:[eventfd]")
         ok = ok or ("bridge.py" in cmd and (what in listening or what == "anon_inode:[pidfd]"))
         if not ok:
@@ -289,4 +290,36 @@ def test_a_jail_cannot_reach_the_stores_wal_or_shared_memory_index(world, mode):
     row = sqlite3.connect(f"file:{env.store}?mode=ro", uri=True).execute(
         "SELECT status FROM sessions WHERE name='j'").fetchone()
     assert row is not None and row[0] != "stopped", row
+    env.unchanged()
+
+
+def test_compatibility_cannot_plant_a_module_where_the_launcher_imports_first(jail_env, tmp_path):
+    """The launcher runs `python -I -S` with the directory that holds the tmuxjail package put
+    first on sys.path (launch.STUB): there it finds __future__, _sqlite3, _ctypes, _socket...
+    before the stdlib. Inside a venv that directory is the venv's, read-only in compatibility; a
+    --user or --target install (here: the package run from a directory of its own, as --target
+    leaves it) or an editable one keeps it elsewhere, and a compatibility jail could add
+    __future__.py there, which the next launch runs outside every jail."""
+    import shutil
+
+    import tmuxjail
+
+    target = tmp_path / "target"
+    shutil.copytree(Path(tmuxjail.__file__).parent, target / "tmuxjail",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = furnish(jail_env)
+    extra = {"PYTHONPATH": str(target)}
+    info = env.json("start", "shell", "--mode", "compatibility", "--workspace", str(env.ws), "--name", "j",
+                    "--detach", env_extra=extra)
+    jail = Jail.__new__(Jail)
+    jail.env, jail.mode, jail.name, jail.n, jail.ws, jail.info = env, "compatibility", "j", 0, Path(info["workspace"]), info
+    pane = env.tmux("display-message", "-p", "-t", "=j:", "#{pane_start_command}")
+    assert str(target) in pane, pane  # the pane's launcher runs this very install
+    out = jail.sh(f"""
+        touch '{target}/__future__.py' 2>/dev/null && echo PLANTED
+        touch '{target}/tmuxjail/planted.py' 2>/dev/null && echo PLANTED_IN_PACKAGE
+        echo end
+    """)
+    assert out.split() == ["end"], out
+    assert not (target / "__future__.py").exists()
     env.unchanged()
