@@ -376,11 +376,12 @@ def own_install() -> tuple[str, ...]:
     (package, venv, interpreter, stdlib, bwrap) and that a capability-less process of this user
     could change: a compatibility jail must get them read-only."""
     pkg = os.path.dirname(tmuxjail.__file__)
+    candidates = [pkg, *_outside(pkg, package_dirs()), sys.prefix, sys.executable,
+                  *interpreter_dirs(), os.path.dirname(os.__file__), *FIXED_PATHS]
     # The package's parent too: the launcher puts it first on its sys.path (launch.STUB), so a
     # __future__.py or _sqlite3.py added there is what it imports (a --user or --target install
     # keeps it outside any venv; an editable one is the checkout).
-    candidates = [pkg, os.path.dirname(pkg), *_outside(pkg, package_dirs()), sys.prefix, sys.executable,
-                  *interpreter_dirs(), os.path.dirname(os.__file__), *FIXED_PATHS]
+    candidates.append(os.path.dirname(pkg))
     out: list[str] = []
     for c in candidates:
         real = os.path.realpath(c)
