@@ -196,7 +196,22 @@ class Scratch:
             os.killpg(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate()
             rc = -1
+        self.reap()
         return rc, out, time.monotonic() - t0
+
+    def reap(self) -> None:
+        """Kill what a mutant left running outside the test's session (a mutated lifetime guard
+        can leave a jail, its strace or its proxy behind, re-parented to init): every process
+        whose command line names this scratch directory."""
+        mark = str(self.dir).encode()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if mark in (entry / "cmdline").read_bytes():
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
 
     def close(self) -> None:
         if not self.keep:
