@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import typing as t
 from collections import namedtuple
 from collections.abc import Iterator, Mapping
@@ -321,12 +322,16 @@ class Tmux:
     def unreachable(self) -> str | None:
         """None when the server runs and answers, or is simply not running (no socket, or a stale
         one); else why this tmux cannot talk to it (permissions, another tmux version)."""
-        if not self.binary or not os.path.exists(self.socket):
-            return None
-        proc = self.run("list-sessions", "-F", "x", check=False)
-        err = (proc.stderr or "").strip()
-        if proc.returncode == 0 or not err or "no server running" in err or "Connection refused" in err:
-            return None
+        for _ in range(3):
+            if not self.binary or not os.path.exists(self.socket):
+                return None
+            proc = self.run("list-sessions", "-F", "x", check=False)
+            err = (proc.stderr or "").strip()
+            if proc.returncode == 0 or not err or "no server running" in err or "Connection refused" in err:
+                return None
+            if "server exited unexpectedly" not in err:
+                break
+            time.sleep(0.1)  # a server exiting (its last session just ended): look again
         return err.splitlines()[-1]
 
     def alive(self) -> bool:
