@@ -209,7 +209,9 @@ def forker():
             time.sleep(25)
             os._exit(0)
         kids.append(pid)
-    open("%(marker)s", "w").write(str(len(kids)))
+    with open("%(marker)s.%%d" %% threading.get_ident(), "w") as f:  # whole, or not there
+        f.write(str(len(kids)))
+    os.replace(f.name, "%(marker)s")
     time.sleep(25)
 for _ in range(3):
     threading.Thread(target=forker, daemon=True).start()
@@ -247,7 +249,7 @@ def test_every_task_of_a_root_jail_is_in_its_pids_group(world, mode):
     marker = jail.ws / ".forked"
     pane = int(env.tmux("display-message", "-p", "-t", "=j:", "#{pane_pid}").strip())
     assert "started" in jail.sh(THREADS % dict(marker=f"{jail.ws}/.forked"))
-    assert wait_until(lambda: marker.exists() and marker.read_text(), timeout=20)
+    assert wait_until(lambda: marker.exists() and marker.read_text(), timeout=60), sorted(os.listdir(jail.ws))
     time.sleep(0.5)  # the other two threads hit the limit too
     groups: dict[str, list[str]] = {}
     for pid in [pane, *descendants(pane)]:
