@@ -198,7 +198,9 @@ def test_a_refused_proxied_launch_leaves_nothing_running_or_listening(jail_env, 
 THREADS = """
 python3 - <<'PY' &
 import os, threading, time
+go = threading.Event()
 def forker():
+    go.wait()  # all three run before any forks: a full group would refuse the next thread
     kids = []
     for _ in range(100):  # never more: the machine is shared
         try:
@@ -215,6 +217,7 @@ def forker():
     time.sleep(25)
 for _ in range(3):
     threading.Thread(target=forker, daemon=True).start()
+go.set()
 time.sleep(25)
 PY
 echo started
