@@ -7,6 +7,7 @@ it) instead of being skipped, so a syntax git accepts and we do not is never sil
 
 from __future__ import annotations
 
+import os
 import re
 
 # Keys (section and name lowercased; the subsection shape only) whose value git runs, passes to a
@@ -168,3 +169,41 @@ def runs(key: str, value: str | None) -> bool:
     if PAGER.match(k):
         return value is not None and v.lower() not in BOOLS
     return False
+
+
+def _first_word(value: str) -> str:
+    v = value.strip().lstrip("!").strip()
+    if v[:1] in "\"'":
+        end = v.find(v[0], 1)
+        return v[1:end] if end > 0 else v[1:]
+    return v.split(None, 1)[0] if v else ""
+
+
+def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
+    """(key, absolute path) of every file or directory a config's entries make git read or run by
+    path: include.path and includeIf.*.path (relative to the config's own directory),
+    core.hooksPath (relative to the worktree), and the program of a command key when it is a path
+    (relative to the worktree, where git runs it). `~` and bare program names lie outside any
+    workspace and are left out; so are relative paths of a bare repository (top None)."""
+    out: list[tuple[str, str]] = []
+    for key, value in entries:
+        if value is None or not runs(key, value):
+            continue
+        k = key.lower()
+        base: str | None
+        if k == "include.path" or (k.startswith("includeif.") and k.endswith(".path")):
+            path, base = value.strip(), config_dir
+        elif k == "core.hookspath":
+            path, base = value.strip(), top
+        else:
+            path, base = _first_word(value), top
+            if "/" not in path:
+                continue  # looked up on PATH
+        if not path or path.startswith("~"):
+            continue
+        if not path.startswith("/"):
+            if base is None:
+                continue
+            path = os.path.join(base, path)
+        out.append((key, os.path.normpath(path)))
+    return out

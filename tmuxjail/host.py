@@ -11,9 +11,11 @@ import subprocess
 import sys
 from importlib import import_module
 from pathlib import Path
+from typing import NamedTuple
 
 import tmuxjail
 
+from . import gitconfig, trust
 from .sandbox import HostLayout
 from .sandbox.bwrap import FIXED_PATHS, TOP_LINKS
 
@@ -232,27 +234,42 @@ def _reachable(sock: str) -> bool:
         return False
 
 
-# The walk for git metadata (README, "Git metadata"): bounded, never following a link.
-HEAVY_DIRS = frozenset({"node_modules", ".venv", "venv", "target", "__pycache__", ".tox", ".mypy_cache",
-                        ".pytest_cache", ".cache"})
-# Directories scanned, and how deep: past either the walk cannot promise every .git was seen, so a
-# strict start refuses (plan.git_paths) rather than leave one unguarded. Counting directories,
-# not entries: a jail that fills the top level with files must not switch the walk off.
+# The walk for guarded paths (README, "Git metadata"; docs/workspace-trust.md): bounded, never
+# following a link. Directories scanned, and how deep: past either the walk cannot promise every
+# guarded path was seen, so a strict start refuses (plan.guard_paths) rather than leave one
+# writable. Counting directories and names listed, not files: a jail that fills a directory with
+# files pays the listing's time and cannot switch the walk off below MAX_LISTED names.
 MAX_DIRS = 20000
+MAX_HEAVY_DIRS = 50000  # directories listed inside trust.HEAVY_DIRS (catalogue names only)
+MAX_LISTED = 2_000_000
 MAX_DEPTH = 48
+HEAVY_DIRS = trust.HEAVY_DIRS
+MAX_CONFIG = 256 << 10
+
+
+class Guards(NamedTuple):
+    git: tuple[str, ...]  # repositories, and what their configs name: git-metadata-write lifts these
+    trusted: tuple[str, ...]  # the catalogue's other guard entries: workspace-trust-write lifts these
+    capped: str | None  # why the walk may have missed one (the start refuses), or None
+
+
+def _read(path: str, limit: int) -> str | None:
+    """A regular file's text, never through a link, never blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
 
 
 def _gitdir_of(dot_git: str) -> str | None:
     """The `gitdir:` a `.git` file names (worktrees, submodules), or None."""
-    try:
-        fd = os.open(dot_git, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        data = os.read(fd, 4096).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
-    line = data.split("\n", 1)[0].strip()
+    line = (_read(dot_git, 4096) or "").split("\n", 1)[0].strip()
     if not line.startswith("gitdir:"):
         return None
     return line[len("gitdir:"):].strip() or None
@@ -260,61 +277,108 @@ def _gitdir_of(dot_git: str) -> str | None:
 
 def _submodule_paths(gitmodules: str) -> list[str]:
     """The `path = ...` values of a .gitmodules file (read without following a link)."""
-    try:
-        fd = os.open(gitmodules, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return []
-    try:
-        data = os.read(fd, 1 << 20).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
     out = []
-    for line in data.splitlines():
+    for line in (_read(gitmodules, 1 << 20) or "").splitlines():
         key, sep, value = line.strip().partition("=")
         if sep and key.strip() == "path" and value.strip() and ".." not in value.strip().split("/"):
             out.append(value.strip().strip('"'))
     return out
 
 
-def git_guards(workspaces) -> tuple[tuple[str, ...], bool]:
-    """Every `.git` in the workspaces (a directory, a file or a symlink: each is listed, the
-    launcher refuses a symlink), and the gitdir a `.git` file points at when that lies inside a
-    workspace. A gitdir reached through a symlink is listed as written (so the launcher's walk,
-    which follows no link, refuses it) and as resolved. Returns (paths, capped): capped when the
-    walk stopped at MAX_DIRS directories or MAX_DEPTH levels, so it may have missed one."""
-    found: set[str] = set()
-    scanned = 0
-    todo = [(ws, 0) for ws in workspaces]
-    while todo:
-        d, depth = todo.pop()
-        scanned += 1
-        if scanned > MAX_DIRS:
-            return tuple(sorted(found)), True
+def _config_targets(gitdir: str, top: str | None) -> list[str]:
+    """What a repository's config names by path (gitconfig.targets), read without running git."""
+    out = []
+    for name in ("config", "config.worktree"):
+        text = _read(os.path.join(gitdir, name), MAX_CONFIG + 1)
+        if text:
+            entries, _ = gitconfig.parse(text)
+            out += [p for _, p in gitconfig.targets(entries, gitdir, top)]
+    return out
+
+
+def guards(workspaces) -> Guards:
+    """Every guarded path in the workspaces at start. Repositories: every `.git`, `.hg`, `.jj`,
+    `.sl` (a directory, a file or a symlink: each is listed, the launcher refuses a symlink), the
+    gitdir a `.git` file points at when that lies inside a workspace (listed as written, so the
+    launcher's walk, which follows no link, refuses one reached through a link, and as resolved),
+    and what their configs name inside a workspace (include targets, core.hooksPath, a command
+    key's program). Then the catalogue's guard entries by name (a symlink is not guarded: the
+    audit reports it). Directories in trust.HEAVY_DIRS are looked into for the same names down
+    to trust.HEAVY_DEPTH levels, never listed in full."""
+    cat = trust.catalogue()
+    roots = [w.rstrip("/") or "/" for w in workspaces]
+
+    def inside(p: str) -> bool:
+        return any(p == w or p.startswith(w.rstrip("/") + "/") for w in roots)
+
+    git: set[str] = set()
+    trusted: set[str] = set()
+    repos: list[tuple[str, str | None]] = []  # (gitdir, worktree top)
+    dirs = heavy = listed = 0
+    capped: str | None = None
+    todo: list[tuple[str, int, int]] = [(ws, 0, -1) for ws in roots]  # (dir, depth, depth below a heavy name)
+    while todo and capped is None:
+        d, depth, hd = todo.pop()
+        if hd < 0:
+            dirs += 1
+        else:
+            heavy += 1
+        if dirs > MAX_DIRS or heavy > MAX_HEAVY_DIRS:
+            capped = f"more than {MAX_DIRS} directories (or {MAX_HEAVY_DIRS} inside {', '.join(sorted(HEAVY_DIRS))})"
+            break
         try:
             with os.scandir(d) as it:
                 entries = list(it)
         except OSError:
             continue
+        listed += len(entries)
+        if listed > MAX_LISTED:
+            capped = f"more than {MAX_LISTED} names"
+            break
+        parent = os.path.basename(d)
         for e in entries:
-            if e.name == ".git":
-                found.add(e.path)
-                if e.is_file(follow_symlinks=False) and (gitdir := _gitdir_of(e.path)):
+            name = e.name
+            if name in trust.VCS_DIRS:
+                git.add(e.path)
+                if name != ".git":
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    repos.append((e.path, d))
+                elif e.is_file(follow_symlinks=False) and (gitdir := _gitdir_of(e.path)):
                     target = os.path.join(d, gitdir)
                     for p in {os.path.normpath(target), os.path.realpath(target)}:
-                        if any(p == w or p.startswith(w.rstrip("/") + "/") for w in workspaces):
-                            found.add(p)
-            elif e.name == ".gitmodules" and e.is_file(follow_symlinks=False):
-                # A submodule under a skipped name (vendor/node_modules/x) is still recursed into
-                # by the host's git status: guard its .git wherever it is.
+                        if inside(p):
+                            git.add(p)
+                            repos.append((p, d))
+                continue
+            if name == ".gitmodules" and e.is_file(follow_symlinks=False):
+                # A submodule under a name the walk does not list in full (vendor/node_modules/x
+                # deeper than HEAVY_DEPTH) is still recursed into by the host's git status.
                 for rel in _submodule_paths(e.path):
                     sub = os.path.normpath(os.path.join(d, rel, ".git"))
                     if sub.startswith(d.rstrip("/") + "/") and os.path.lexists(sub):
-                        found.add(sub)
-            elif e.name not in HEAVY_DIRS and e.is_dir(follow_symlinks=False):
-                if depth + 1 > MAX_DEPTH:
-                    return tuple(sorted(found)), True
-                todo.append((e.path, depth + 1))
-    return tuple(sorted(found)), False
+                        git.add(sub)
+            if e.is_symlink():
+                continue
+            is_dir = e.is_dir(follow_symlinks=False)
+            m = cat.match(name, parent, is_dir)
+            if m is not None and m.treatment == "guard" and hd < 0:  # below a heavy name: audited
+                (git if m.vcs else trusted).add(e.path)
+                if is_dir:
+                    continue  # read-only as a whole
+            if not is_dir:
+                continue
+            if depth + 1 > MAX_DEPTH:
+                capped = f"deeper than {MAX_DEPTH} levels"
+                break
+            sub_hd = trust.descend(name, hd)
+            if sub_hd is not None:
+                todo.append((e.path, depth + 1, sub_hd))
+    for gitdir, top in repos:
+        for p in _config_targets(gitdir, top):
+            if inside(p) and os.path.lexists(p) and not any(p == g or p.startswith(g + "/") for g in git):
+                git.add(p)
+    return Guards(tuple(sorted(git)), tuple(sorted(trusted - git)), capped)
 
 
 def mac_layout(policy: dict, tmux_socket: str | None, env: dict, tty: str | None = None,

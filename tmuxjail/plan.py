@@ -9,8 +9,8 @@ import pwd
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import catalogue, host, identity, policy, profiles, restrict
 from . import config as config_mod
-from . import host, identity, policy, profiles, restrict
 from .adapters import Adapter
 from .adapters import get as get_adapter
 from .approvals import find as find_approval
@@ -85,7 +85,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
         own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),
         private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
         backend="none" if unguarded else backend.name, executable=resolved,
-        allowed_modes=cfg.allowed_modes, git_paths=git_paths(workspaces) if mode.strict else (),
+        allowed_modes=cfg.allowed_modes, **guard_facts(workspaces, mode.strict),
         realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
         env_network=cfg.env_network, resolve=cfg.resolve, allow_ceiling=cfg.allow_domains[mode.value],
         own_install=() if mode.strict else host.own_install(),
@@ -121,17 +121,20 @@ def profile_for(ctx: Context, provider: str, candidate: str | None = None) -> Pr
     return cand.load(ctx.paths.config_dir, provider, candidate)
 
 
-def git_paths(workspaces) -> tuple[str, ...]:
-    found, capped = host.git_guards(workspaces)
-    if capped:
-        # Fail closed: a .git the walk did not reach would be writable, and a jail decides how
-        # large its workspace grows between two starts.
+def guard_facts(workspaces, strict: bool) -> dict[str, tuple[str, ...]]:
+    """The guarded paths of a strict start (host.guards), as Facts fields. The catalogue is
+    validated here (pydantic) on every full resolution; the warm start reads the same data."""
+    if not strict:
+        return {"git_paths": (), "trust_paths": ()}
+    catalogue.validated()
+    found = host.guards(workspaces)
+    if found.capped:
+        # Fail closed: a guarded path the walk did not reach would be writable, and a jail
+        # decides how large its workspace grows between two starts.
         raise SandboxUnavailable(
-            f"the workspace is too large to find every .git in it (more than {host.MAX_DIRS} "
-            f"directories or {host.MAX_DEPTH} levels, outside {', '.join(sorted(host.HEAVY_DIRS))})",
-            hint="start on a narrower --workspace, or let the agent write git metadata with "
-                 "--capability git-metadata-write (README, \"Git metadata\")")
-    return found
+            f"the workspace is too large to find every guarded path in it ({found.capped})",
+            hint="start on a narrower --workspace (docs/workspace-trust.md, \"Limits\")")
+    return {"git_paths": found.git, "trust_paths": found.trusted}
 
 
 def approval_for(store, profile: Profile, pol: Policy) -> dict:

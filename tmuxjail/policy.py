@@ -77,6 +77,8 @@ class Facts:
     # Every `.git` found at start in the workspaces (directory, file or symlink), and the gitdir a
     # `.git` file names when it lies inside a workspace: host.git_guards().
     git_paths: tuple[str, ...] = ()
+    # The trust catalogue's other guard entries present at start (docs/workspace-trust.md).
+    trust_paths: tuple[str, ...] = ()
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
     limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of model.Limits
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
@@ -216,10 +218,12 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         host_read, host_write = _host_paths(caps, profile, facts)
 
     # Strict modes: every .git present at start is bound read-only onto itself (README, "Git
-    # metadata"); git-metadata-write lifts that.
+    # metadata"), and so is every guard entry of the trust catalogue (docs/workspace-trust.md);
+    # git-metadata-write lifts them all.
     protected: list[str] = []
     if mode.strict and GIT_WRITE not in caps:
-        protected += sorted({p for p in facts.git_paths if any(_inside(p, ws) for ws in req.workspaces)})
+        protected += sorted({p for p in (*facts.git_paths, *facts.trust_paths)
+                             if any(_inside(p, ws) for ws in req.workspaces)})
     shared = _config_shares_a_dir(facts)
     if not mode.strict and not shared:
         protected.append(facts.config_dir)

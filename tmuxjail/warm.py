@@ -213,17 +213,18 @@ def record(ctx: Context, lookup: dict[str, Any], provider: str, mode: Mode, cfg:
             found = identity.find(tuple(lookup["executables"]), path_env, cfg.executables.get(provider), provider)
         at = identity.locate(adapter, found, path_env)
         files = [str(at.real), *([str(at.interpreter)] if at.interpreter else [])]
-        git: tuple[str, ...] = ()
+        guarded = host.Guards((), (), None)
         if mode.strict:
-            git, capped = host.git_guards(workspaces)
-            if capped:
+            guarded = host.guards(workspaces)
+            if guarded.capped:
                 return None
         return {
             "argv": list(at.argv), "install_roots": list(at.install_roots), "real": str(at.real),
             "interpreter": str(at.interpreter) if at.interpreter else None, "version": at.version,
             "stat": [[f, *stat_key(f)] for f in files],
             "login_shell": identity.login_shell(), "user": pwd.getpwuid(os.getuid()).pw_name,
-            "realpaths": host.realpaths(lookup["declared"]), "git_paths": list(git),
+            "realpaths": host.realpaths(lookup["declared"]), "git_paths": list(guarded.git),
+            "trust_paths": list(guarded.trusted),
             "own_install": [] if mode.strict else list(host.own_install()),
         }
     except (TmuxjailError, OSError, KeyError, TypeError):
@@ -249,7 +250,7 @@ def resolved_record(ctx: Context, p: Plan) -> dict[str, Any] | None:
         "argv": list(p.resolved.argv), "install_roots": list(p.resolved.install_roots), "real": ident.path,
         "interpreter": ident.extra[0][0] if ident.extra else None, "version": ident.version,
         "stat": stats, "login_shell": f.login_shell, "user": f.user, "realpaths": dict(f.realpaths),
-        "git_paths": list(f.git_paths), "own_install": list(f.own_install),
+        "git_paths": list(f.git_paths), "trust_paths": list(f.trust_paths), "own_install": list(f.own_install),
     }
 
 

@@ -121,18 +121,20 @@ def test_git_walk_finds_every_shape_follows_no_link_and_stops_at_the_cap(tmp_pat
     (ws / "lnk" / ".git").symlink_to("/tmp")
     (ws / "dirlink").symlink_to(tmp_path / "other")
     (tmp_path / "other" / ".git").mkdir(parents=True)
-    found, capped = host.git_guards([str(ws)])
+    found, _, capped = host.guards([str(ws)])
     assert not capped
+    # node_modules is looked into for repositories too (issue 26): `pip install -e git+` and
+    # git dependencies put them there.
     assert found == tuple(sorted(f"{ws}/{p}" for p in (".git", "a/b/.git", "sub/.git", "sep-meta", "out/.git",
-                                                          "lnk/.git")))
+                                                          "lnk/.git", "node_modules/x/.git")))
     monkeypatch.setattr(host, "MAX_DIRS", 3)
-    _, capped = host.git_guards([str(ws)])
+    _, _, capped = host.guards([str(ws)])
     assert capped  # the caller refuses a strict start rather than guess
     monkeypatch.setattr(host, "MAX_DIRS", 10_000)
     for i in range(50):  # plain files never count: a jail cannot switch the walk off with them
         (ws / f"pad{i}").write_text("")
     monkeypatch.setattr(host, "MAX_DEPTH", 1)
-    _, capped = host.git_guards([str(ws)])
+    _, _, capped = host.guards([str(ws)])
     assert capped  # a/b/.git lies two levels down: its siblings' depth is past the limit
 
 
@@ -143,5 +145,5 @@ def test_git_walk_guards_submodules_under_skipped_names(tmp_path):
     (ws / "node_modules" / "dep").mkdir(parents=True)
     (ws / "node_modules" / "dep" / ".git").write_text("gitdir: ../../.git/modules/dep\n")
     (ws / ".gitmodules").write_text('[submodule "dep"]\n\tpath = node_modules/dep\n\turl = x\n')
-    found, capped = host.git_guards([str(ws)])
+    found, _, capped = host.guards([str(ws)])
     assert not capped and f"{ws}/node_modules/dep/.git" in found

@@ -67,9 +67,14 @@ def test_entry_cap_is_reported(tmp_path, monkeypatch):
     for i in range(50):
         (tmp_path / f"f{i}").write_text("x")
     (tmp_path / ".envrc").write_text("x")
+    (tmp_path / "zz" / ".git").mkdir(parents=True)
     monkeypatch.setattr(scan, "MAX_ENTRIES", 20)
     s = scan.scan([str(tmp_path)])
     assert any(c.startswith("entry cap") for c in s.capped)
+    # Names and repositories come before the per-file lstat: the padding hides neither (issue 26).
+    assert {os.path.relpath(f["path"], tmp_path) for f in s.findings} >= {".envrc", "zz/.git"}
+    monkeypatch.setattr(scan, "MAX_LISTED", 30)
+    assert any(c.startswith("entry cap") for c in scan.scan([str(tmp_path)]).capped)
 
 
 def test_the_walk_never_follows_a_symlinked_directory(tmp_path):

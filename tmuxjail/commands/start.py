@@ -67,6 +67,9 @@ def warn_git_write(pol) -> None:
     if pol.mode.strict and GIT_WRITE in pol.capabilities:
         sys.stderr.write(f"tmuxjail: warning: {GIT_WRITE}: the agent may change .git in the workspaces; "
                          "hooks and config it writes there will run on the host at your next git command\n")
+        sys.stderr.write(f"tmuxjail: warning: {GIT_WRITE}: it may also change the workspace's hook managers, "
+                         ".envrc, editor and agent settings (docs/workspace-trust.md); the host runs them "
+                         "at your next commit, cd or editor start\n")
 
 
 def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> dict:
