@@ -78,3 +78,48 @@ def validate(text: str | None = None) -> Catalogue:
 @lru_cache(maxsize=1)
 def validated() -> Catalogue:
     return validate()
+
+
+# What the two peers do with each entry's path (docs/workspace-trust.md): the sandbox runtime
+# behind Claude Code denies writes to a fixed list; Codex keeps .git, .codex and .agents read-only.
+CLAUDE_SRT = (".gitconfig", ".gitmodules", ".bashrc", ".zshrc", ".mcp.json", ".vscode", ".idea",
+              ".claude/commands", ".claude/agents", ".git/hooks", ".git/config")
+CODEX = (".git", ".codex", ".agents")
+PEER_OF = {  # entry id -> (Claude Code sandbox runtime, Codex)
+    "git": ("denies writes to .git/hooks and .git/config only", "read-only"),
+    "gitmodules": ("denies writes", "-"), "gitconfig": ("denies writes", "-"),
+    "bashrc": ("denies writes", "-"), "zshrc": ("denies writes", "-"), "mcp-json": ("denies writes", "-"),
+    "vscode": ("denies writes", "-"), "idea": ("denies writes", "-"),
+    "claude": ("denies writes to .claude/commands and .claude/agents only", "-"),
+    "codex": ("-", "read-only"), "agents": ("-", "read-only"),
+}
+PEER_PATH_ENTRY = {".gitconfig": "gitconfig", ".gitmodules": "gitmodules", ".bashrc": "bashrc", ".zshrc": "zshrc",
+                   ".mcp.json": "mcp-json", ".vscode": "vscode", ".idea": "idea", ".claude/commands": "claude",
+                   ".claude/agents": "claude", ".git/hooks": "git", ".git/config": "git", ".git": "git",
+                   ".codex": "codex", ".agents": "agents"}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown() -> str:
+    """The docs' tables, from the data (tests/unit/test_trust_catalogue.py keeps them equal)."""
+    cat = validated()
+    by_id = {e.id: e for e in cat.entries}
+    rows = ["| path | host program | trigger | tmuxjail (strict modes) | Claude Code sandbox runtime | Codex | why |",
+            "|---|---|---|---|---|---|---|"]
+    for e in cat.entries:
+        claude, codex = PEER_OF.get(e.id, ("-", "-"))
+        mine = "read-only at start, audited" if e.treatment == "guard" else "audited"
+        rows.append(f"| `{_cell(e.path)}` | {_cell(e.host)} | {_cell(e.trigger)} | {mine} | {claude} | {codex} "
+                    f"| {_cell(e.reason)} |")
+    rows += ["", "Every path the peers protect, and the entry that covers it here:", "",
+             "| path | Claude Code sandbox runtime | Codex | tmuxjail entry | tmuxjail (strict modes) |",
+             "|---|---|---|---|---|"]
+    for path in dict.fromkeys((*CLAUDE_SRT, *CODEX)):
+        e = by_id[PEER_PATH_ENTRY[path]]
+        mine = "read-only at start, audited" if e.treatment == "guard" else "audited"
+        rows.append(f"| `{path}` | {'denies writes' if path in CLAUDE_SRT else '-'} | "
+                    f"{'read-only' if path in CODEX else '-'} | `{_cell(e.path)}` | {mine} |")
+    return "\n".join(rows) + "\n"

@@ -274,9 +274,7 @@ class Scan:
         entry = self.cat.by_id["git-hooks-path" if k == "core.hookspath" else
                                "git-include" if k.endswith(".path") and k.startswith("include") else "git-command-path"]
         fd = _open_beneath([r for r in self.roots if target.startswith(r.rstrip("/") + "/")], target)
-        if fd is None:
-            self.add(entry.kind, target, f"named by {key} in {cpath}; not there (or behind a link)",
-                     "absent", key="target", entry=entry)
+        if fd is None:  # not there (or behind a link): reported when it appears
             return
         try:
             if stat.S_ISDIR(os.fstat(fd).st_mode):

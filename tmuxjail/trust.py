@@ -89,7 +89,7 @@ def descend(name: str, below_heavy: int, site: bool = False) -> int | None:
         return 0
     if below_heavy < 0:
         return -1
-    if below_heavy + 1 < HEAVY_DEPTH or (site and name in SITE_DIRS):
+    if below_heavy + 1 < HEAVY_DEPTH or name in VCS_DIRS or (site and name in SITE_DIRS):
         return below_heavy + 1
     return None
 

@@ -125,6 +125,7 @@ def test_untouched_workspace_reports_nothing_and_all_shows_what_was_there(world,
     (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (ws / ".git" / "config").write_text("[core]\n\tpager = less\n")
     (ws / ".envrc").write_text("use nix\n")
+    (ws / ".env").write_text("A=1\n")  # .envrc itself is read-only in strict modes (issue 26)
     (ws / "blob").write_text("x")
     os.link(ws / "blob", ws / "blob-again")  # hard links from before the start are not news
     jail = Jail(env, mode, workspace=ws)
@@ -132,9 +133,9 @@ def test_untouched_workspace_reports_nothing_and_all_shows_what_was_there(world,
     data = audit(env)
     assert data["count"] == 0 and data["baseline"], data
     assert env.run("audit", "j").returncode == 0
-    jail.sh("echo 'export PATH=.:$PATH' >> .envrc; echo ok")
+    jail.sh("echo 'PATH=.:/usr/bin' >> .env; echo ok")
     changed = {os.path.relpath(f["path"], jail.ws): f["change"] for f in audit(env)["findings"]}
-    assert changed == {".envrc": "changed"}, changed
+    assert changed == {".env": "changed"}, changed
     everything = audit(env, "j", "--all")
     kinds = {(os.path.relpath(f["path"], jail.ws), f["kind"]) for f in everything["findings"]}
     assert {(".git", "git-repo"), (".git/config", "git-config"), (".envrc", "direnv"), ("blob", "hardlink")} <= kinds
