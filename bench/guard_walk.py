@@ -6,8 +6,10 @@ the release before it, in process, interleaved run by run, page cache warm:
 - snapshot: the audit baseline's walk (scan.scan(stat_files=False); before: the same function
   without the catalogue).
 
-Two trees: this repository's checkout (its .venv included, as a developer's workspace has one)
-and a tree at the start walk's limit (host.MAX_DIRS directories, one file each).
+Three trees: this repository's checkout as it is (its .venv included, as a developer's workspace
+has one: the old walks skipped it whole, the new ones look into it), the same without untracked
+files (a copy of `git ls-files`), and a tree at the start walk's limit (host.MAX_DIRS
+directories, one file each).
 
     .venv/bin/python bench/guard_walk.py [--runs N] [--rev REV] [--root DIR]
 
@@ -86,6 +88,14 @@ def main() -> int:
     old_host = old_module(a.rev, "tmuxjail/host.py", "_bench_old_host")
     old_scan = old_module(a.rev, "tmuxjail/scan.py", "_bench_old_scan")
     rows = compare("this repository", a.root, old_host, old_scan, a.runs)
+    with tempfile.TemporaryDirectory(prefix="tj-bench-walk-") as tmp:
+        files = subprocess.run(["git", "-C", a.root, "ls-files", "-z"], check=True, capture_output=True).stdout
+        for rel in filter(None, files.decode().split("\0")):
+            dst = Path(tmp) / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(b"")
+        (Path(tmp) / ".git").mkdir()
+        rows += compare("tracked files only", tmp, old_host, old_scan, a.runs)
     with tempfile.TemporaryDirectory(prefix="tj-bench-walk-") as tmp:
         limit_tree(Path(tmp))
         rows += compare(f"{host.MAX_DIRS - 10} directories", tmp, old_host, old_scan, max(3, a.runs // 4))

@@ -8,6 +8,8 @@ needs "tmux:command -v tmux" \
   "bubblewrap:test -x /usr/bin/bwrap" \
   "strace:test -x /usr/bin/strace" \
   "git:command -v git" \
+  "mercurial:command -v hg" \
+  "direnv:command -v direnv" \
   "perl:command -v perl" \
   "openssh-client:command -v ssh-agent" \
   "python3-venv:python3 -c 'import ensurepip'" \
@@ -15,6 +17,11 @@ needs "tmux:command -v tmux" \
 # A real install (not editable), so the packaging of adapters/ and profiles/ is tested too.
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check '.[test]'
+# The host tools the workspace-trust tests run after a jail (tests/adversarial/test_workspace_trust.py):
+# pre-commit from PyPI into the test venv, lefthook from npm. Not fatal: those host actions skip.
+.venv/bin/pip install -q --disable-pip-version-check pre-commit || echo "test.sh: pre-commit not installed"
+command -v lefthook >/dev/null 2>&1 || { command -v npm >/dev/null 2>&1 && npm install -g -s lefthook@1 >/dev/null 2>&1; } \
+  || echo "test.sh: lefthook not installed"
 # Run from outside the source tree so the installed package is what gets imported.
 rm -rf build
 # Each half runs whatever the other did: a failure as root must not skip the ordinary user's run
@@ -48,7 +55,7 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${TMUXJAIL_NO_USER_RUN:-}" ]; then
   chown -R "$user:" "$copy"
   echo "--- again as the ordinary user $user ---"
   user_run=0
-  runuser -u "$user" -- sh -c "TJ_BEFORE=\$(ls /tmp/tmux-\$(id -u) 2>/dev/null | grep -c ^tjtest- || true); export TJ_BEFORE; cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' && $gates && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && $no_leftovers && .venv/bin/python scripts/mutate.py --fast --no-baseline" || user_run=$?
+  runuser -u "$user" -- sh -c "TJ_BEFORE=\$(ls /tmp/tmux-\$(id -u) 2>/dev/null | grep -c ^tjtest- || true); export TJ_BEFORE; cd '$copy' && /usr/bin/python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check '.[test]' pre-commit && $gates && .venv/bin/pytest -q -p no:cacheprovider tests/integration tests/adversarial && $no_leftovers && .venv/bin/python scripts/mutate.py --fast --no-baseline" || user_run=$?
   rm -rf "$copy"
 fi
 verdict() { case $1 in 0) echo passed ;; skipped) echo skipped ;; *) echo "FAILED ($1)" ;; esac; }

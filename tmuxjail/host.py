@@ -306,6 +306,7 @@ def guards(workspaces) -> Guards:
     audit reports it). Directories in trust.HEAVY_DIRS are looked into for the same names down
     to trust.HEAVY_DEPTH levels, never listed in full."""
     cat = trust.catalogue()
+    maybe = cat.maybe
     roots = [w.rstrip("/") or "/" for w in workspaces]
 
     def inside(p: str) -> bool:
@@ -358,14 +359,13 @@ def guards(workspaces) -> Guards:
                     sub = os.path.normpath(os.path.join(d, rel, ".git"))
                     if sub.startswith(d.rstrip("/") + "/") and os.path.lexists(sub):
                         git.add(sub)
-            if e.is_symlink():
-                continue
             is_dir = e.is_dir(follow_symlinks=False)
-            m = cat.match(name, parent, is_dir)
-            if m is not None and m.treatment == "guard" and hd < 0:  # below a heavy name: audited
-                (git if m.vcs else trusted).add(e.path)
-                if is_dir:
-                    continue  # read-only as a whole
+            if maybe(name) and hd < 0 and not e.is_symlink():  # below a heavy name: audited only
+                m = cat.match(name, parent, is_dir)
+                if m is not None and m.treatment == "guard":
+                    (git if m.vcs else trusted).add(e.path)
+                    if is_dir:
+                        continue  # read-only as a whole
             if not is_dir:
                 continue
             if depth + 1 > MAX_DEPTH:

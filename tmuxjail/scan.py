@@ -127,13 +127,17 @@ class Scan:
             self._gitdir(dfd, path, names)
         in_git = in_git or is_git
         bulk = []
+        maybe = self.cat.maybe
         for e in entries:  # names and directories first, the per-file lstat last
             try:
                 if e.is_symlink():
                     self._link(dfd, e.name, os.path.join(path, e.name), base, in_git, within)
                 elif e.is_dir(follow_symlinks=False):
                     self._subdir(dfd, e.name, os.path.join(path, e.name), depth, in_git, within, hd, base)
-                elif not self._named(dfd, e, os.path.join(path, e.name), base, within, hd) and hd < 0:
+                elif (within is not None or e.name == ".git" or maybe(e.name)) and \
+                        self._named(dfd, e, os.path.join(path, e.name), base, within, hd):
+                    continue
+                elif self.stat_files and hd < 0:
                     bulk.append(e)
             except OSError:
                 continue  # gone or changed while we looked: the next audit sees what is there
@@ -153,7 +157,7 @@ class Scan:
 
     def _subdir(self, dfd: int, name: str, path: str, depth: int, in_git: bool, within: trust.Entry | None,
                 hd: int, parent: str) -> None:
-        m = self.cat.match(name, parent, True) if within is None else None
+        m = self.cat.match(name, parent, True) if within is None and self.cat.maybe(name) else None
         if m is not None:
             within = m
             self.add(m.kind, path, "directory", key="dir", entry=m)

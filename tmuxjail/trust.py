@@ -62,6 +62,10 @@ class Catalogue:
         self.by_id = {e.id: e for e in entries}
         self.guarded_names = frozenset(e.name for e in named if e.treatment == "guard" and e.shape == "exact")
 
+    def maybe(self, name: str) -> bool:
+        """Whether match() could return an entry for this name (the walks' fast miss)."""
+        return name in self.exact or name.startswith(self.prefixes) or name.endswith(self.suffixes)
+
     def match(self, name: str, parent: str, is_dir: bool) -> Entry | None:
         """The entry naming `name` (in a directory called `parent`), or None. Cheap on a miss:
         one dict lookup and two C-level affix tests, as the walk calls it for every name."""
