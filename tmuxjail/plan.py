@@ -132,7 +132,7 @@ def guard_facts(workspaces, strict: bool) -> dict[str, tuple[str, ...]]:
         # Fail closed: a guarded path the walk did not reach would be writable, and a jail
         # decides how large its workspace grows between two starts.
         raise SandboxUnavailable(
-            f"the workspace is too large to find every guarded path in it ({found.capped})",
+            f"the workspace is too large to find every .git and other guarded path in it ({found.capped})",
             hint="start on a narrower --workspace (docs/workspace-trust.md, \"Limits\")")
     return {"git_paths": found.git, "trust_paths": found.trusted}
 
