@@ -103,9 +103,9 @@ def main() -> int:
           f"uid {os.getuid()}, load {os.getloadavg()[0]:.1f})")
     for name, o, n in rows:
         print(f"  {name:40s} before {o:8.2f}  after {n:8.2f}  {n / o:5.2f}x")
-    g = rows[0]
-    ok = g[2] <= 1.3 * g[1] and g[2] <= 10
-    print(f"  target (this repository, guards) <= 1.3x and <= 10 ms: {'PASS' if ok else 'MISS'}")
+    for g in rows[:4]:
+        ok = g[2] <= 1.3 * g[1] and g[2] <= 10
+        print(f"  target ({g[0]}) <= 1.3x and <= 10 ms: {'PASS' if ok else 'MISS'}")
     return 0
 
 
