@@ -360,7 +360,7 @@ def guards(workspaces) -> Guards:
                     if sub.startswith(d.rstrip("/") + "/") and os.path.lexists(sub):
                         git.add(sub)
             is_dir = e.is_dir(follow_symlinks=False)
-            if maybe(name) and hd < 0 and not e.is_symlink():  # below a heavy name: audited only
+            if hd < 0 and maybe(name) and not e.is_symlink():  # below a heavy name: audited only
                 m = cat.match(name, parent, is_dir)
                 if m is not None and m.treatment == "guard":
                     (git if m.vcs else trusted).add(e.path)

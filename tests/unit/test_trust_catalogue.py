@@ -134,3 +134,16 @@ def test_docs_table_is_the_catalogues():
     assert begin in doc and end in doc
     table = doc.split(begin, 1)[1].split(end, 1)[0]
     assert table == catalogue.markdown(), "regenerate: python -c 'from tmuxjail import catalogue; print(catalogue.markdown(), end=\"\")'"
+
+
+def test_strict_policies_bind_the_catalogue_guards_and_git_metadata_write_lifts_them():
+    from test_policy import HOME, resolve
+
+    ws = f"{HOME}/src/app"
+    trusted = (f"{ws}/.husky", f"{ws}/.envrc", "/elsewhere/.vscode")
+    for mode in ("isolated", "verified"):
+        pol = resolve(mode, git_paths=(f"{ws}/.git",), trust_paths=trusted)
+        assert pol["protected"] == [f"{ws}/.envrc", f"{ws}/.git", f"{ws}/.husky"]
+        assert resolve(mode, trust_paths=trusted, caps=("git-metadata-write",))["protected"] == []
+    assert resolve("compatibility", trust_paths=trusted)["protected"] == resolve("compatibility")["protected"]
+    assert resolve(trust_paths=trusted) != resolve(trust_paths=trusted[:1])  # fingerprinted
