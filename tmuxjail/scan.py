@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import os
 import stat
+import time
 
 from . import gitconfig
 
@@ -41,7 +42,7 @@ def _id(*parts: str) -> str:
 
 
 class Scan:
-    def __init__(self, roots, stat_files: bool = True):
+    def __init__(self, roots, stat_files: bool = True, deadline: float | None = None):
         """stat_files=False: the start snapshot. It skips the lstat of every file (most of the
         walk's cost): setuid/setgid/hard-link findings carry their inode's ctime instead, which
         a jail cannot set back, and the audit compares that with the snapshot's time."""
@@ -52,6 +53,7 @@ class Scan:
         self.capped: list[str] = []
         self.skipped: list[str] = []
         self.budget = READ_BUDGET
+        self.deadline = deadline  # time.monotonic() past which the walk stops (a reason in capped)
 
     # -- results ----------------------------------------------------------------------------
     def add(self, kind: str, path: str, detail: str, material: str = "", key: str = "", **extra) -> None:
@@ -78,6 +80,10 @@ class Scan:
         return self
 
     def _dir(self, dfd: int, path: str, depth: int, in_git: bool) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            if not any(c.startswith("time limit") for c in self.capped):
+                self.capped.append(f"time limit: stopped at {path}")
+            return
         try:
             with os.scandir(dfd) as it:
                 entries = list(itertools.islice(it, MAX_ENTRIES - self.entries + 1))
@@ -247,5 +253,5 @@ class Scan:
             os.close(fd)
 
 
-def scan(roots, stat_files: bool = True) -> Scan:
-    return Scan(roots, stat_files).run()
+def scan(roots, stat_files: bool = True, deadline: float | None = None) -> Scan:
+    return Scan(roots, stat_files, deadline).run()
