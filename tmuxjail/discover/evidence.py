@@ -307,7 +307,7 @@ def fit(uses: list[PathUse], which: Literal["paths", "denials"]) -> tuple[list[P
     groups: dict[str, list[PathUse]] = {}
     for u in uses:
         groups.setdefault(os.path.dirname(u.path) or "/", []).append(u)
-    n, fold = len(uses), []
+    n, fold = len(uses), list[str]()
     for d, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         if n <= MAX_PATHS or len(members) < 2 or len(fold) >= MAX_REFS * 8:
             break
