@@ -107,20 +107,23 @@ def test_a_flood_of_huge_config_values_stays_bounded(world, mode):
             mkdir -p r$i/.git/objects && echo 'ref: refs/heads/main' > r$i/.git/HEAD && cp .cfg r$i/.git/config
             i=$((i+1))
         done
+        i=0
+        while [ $i -lt 4000 ]; do mkdir -p "envs/e$i" && echo x > "envs/e$i/.envrc"; i=$((i+1)); done
         echo ok
-    """, timeout=120)
+    """, timeout=180)
     assert out.split() == ["ok"], out
     proc = env.run("audit", "j", "--json", timeout=240)
     assert proc.returncode == FINDINGS, proc.stderr
     data = json.loads(proc.stdout)
     configs = [f for f in data["findings"] if f["kind"] == "git-config"]
-    assert len(configs) == 300, len(configs)
+    assert len(configs) == 300 or not data["complete"], len(configs)  # a loaded machine may hit the time limit
+    assert len([f for f in data["findings"] if f["kind"] == "direnv"]) == 4000 or not data["complete"]
     for f in data["findings"]:
         assert all(len(f[k]) <= DETAIL_MAX for k in ("detail", "trigger", "fix")), {k: len(v) for k, v in f.items()}
     assert all(f["detail"].startswith("core.fsmonitor = aaa") for f in configs)
     event = _audit_events(env)[-1]
     assert len(event.encode()) <= EVENT_MAX, len(event)
     stored = json.loads(event)
-    assert stored["count"] == data["count"] and stored["stored"] == len(stored["findings"]) > 0, \
-        {k: v for k, v in stored.items() if k != "findings"}
+    assert stored["count"] == data["count"] > stored["stored"] == len(stored["findings"]) > 0, \
+        {k: v for k, v in stored.items() if k != "findings"}  # as many as fit in 1 MiB
     assert re.search(r"!audit\(\d+\)", env.run("list", "--color", "never").stdout)

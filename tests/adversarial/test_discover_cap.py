@@ -106,6 +106,7 @@ def test_the_trace_stops_at_its_cap_and_the_run_with_it(world):
     assert raw.endswith(MARK) and len(raw) <= CAP + len(MARK), len(raw)
     ev = env.json("discover", "show", did)["evidence"]
     assert ev["trace"]["truncated"] is True and ev["trace"]["cap"] == CAP, ev["trace"]
+    assert ev["exit"]["timed_out"] is False  # the cap ended it, not discover's --timeout
     text = env.run("discover", "show", did).stdout
     assert "EVIDENCE INCOMPLETE: the trace reached its cap of 2 MiB" in text, text
     # the run stopped: the flood and its background child are gone, the session is stopped
