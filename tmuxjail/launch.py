@@ -335,7 +335,7 @@ def traced(spec: dict[str, Any]) -> list[str]:
     except OSError as exc:
         die(f"cannot create the discovery trace {path}: {exc.strerror}", EXIT_UNAVAILABLE)
     try:  # written by `discover` next to the trace, from the config's [discover] trace_cap
-        fd = os.open(os.path.join(os.path.dirname(path), CAP_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(os.path.join(os.path.dirname(path), CAP_FILE), os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             cap = int(os.read(fd, 32))
         finally:
