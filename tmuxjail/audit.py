@@ -12,6 +12,7 @@ and tmuxjail's own interpreter path), and `stop` runs it too."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shlex
@@ -32,6 +33,7 @@ DETAIL_MAX = 300  # characters of a finding's detail, trigger and fix, printed a
 PATH_MAX = 4096
 MAX_REASONS = 20  # why a walk was incomplete: the first few, then a count
 EVENT_MAX = 1 << 20  # bytes of one stored `audit` event
+BASE_IDS = 24_000  # findings in the start's snapshot (`audit-base`): ~40 bytes each, under EVENT_MAX
 INCOMPLETE = "incomplete"
 # kind -> (what on the host will run or trust it, what to do); the walk's own `trigger`/`fix`
 # on a finding win. Kinds the walk may add later fall back to DEFAULT.
@@ -70,8 +72,11 @@ def baseline(store, sid: str, roots) -> dict:
     since = time.time_ns()
     t0 = time.monotonic()
     s = scan(roots, stat_files=False)
-    data = {"ids": {f["id"]: f["sig"] for f in s.findings}, "since_ns": since, "entries": s.entries,
-            "capped": s.capped, "ms": round((time.monotonic() - t0) * 1000, 1)}
+    ids = {f["id"]: f["sig"] for f in s.findings}
+    data = {"ids": dict(itertools.islice(ids.items(), BASE_IDS)), "since_ns": since, "entries": s.entries,
+            "capped": s.capped[:MAX_REASONS], "ms": round((time.monotonic() - t0) * 1000, 1)}
+    if len(ids) > BASE_IDS:  # past the event's bound: what is not in it reads as `added` (loud, not lost)
+        data["partial"] = len(ids)
     store.event("audit-base", sid, **data)
     return data
 

@@ -35,3 +35,25 @@ def test_every_finding_text_is_bounded_and_has_a_trigger_and_fix():
 
     assert len(json.dumps(ev)) <= audit.EVENT_MAX and ev["count"] == 10_000 and 0 < ev["stored"] < 10_000
     assert ev["complete"] is False and ev["incomplete"]
+
+
+def test_the_start_snapshot_stays_under_the_event_bound(tmp_path):
+    """A repository a former session left with 25,000 command aliases: the snapshot keeps what
+    fits and says it is partial; what it left out is reported as added, never silently trusted."""
+    import json
+    import sqlite3
+
+    from tmuxjail.store import Store
+
+    for r in ("r1", "r2"):  # each config under scan.MAX_PARSE
+        git = tmp_path / "ws" / r / ".git"
+        (git / "objects").mkdir(parents=True)
+        (git / "HEAD").write_text("ref: refs/heads/main\n")
+        (git / "config").write_text("[alias]\n" + "".join(f"\ta{i}=!x\n" for i in range(12_500)))
+    store = Store(tmp_path / "store.db")
+    data = audit.baseline(store, "0123abcd-0000-4000-8000-0123456789ab", [str(tmp_path / "ws")])
+    assert data["partial"] == 25_002 and len(data["ids"]) == audit.BASE_IDS
+    size = sqlite3.connect(tmp_path / "store.db").execute(
+        "SELECT length(data) FROM events WHERE kind='audit-base'").fetchone()[0]
+    assert size <= audit.EVENT_MAX, size
+    assert json.dumps(data)
