@@ -156,11 +156,22 @@ def stored(findings: list[dict], incomplete: list[str]) -> dict:
             "complete": not incomplete, "incomplete": incomplete}
 
 
+LAST = "(SELECT max(id) FROM events WHERE kind='audit' GROUP BY session_id)"
+
+
+def counts(store) -> dict[str, dict]:
+    """`list`: the last audit of each session, without its findings: {id: {"count", "complete"}}
+    (SQLite reads the two fields; up to a MiB of findings per session is never decoded)."""
+    q = ("SELECT session_id, json_extract(data, '$.count'), json_extract(data, '$.complete'), "
+         f"json_extract(data, '$.capped') FROM events WHERE id IN {LAST}")
+    return {sid: {"count": n or 0, "complete": bool(done) if done is not None else not capped}
+            for sid, n, done, capped in store.db.execute(q)}
+
+
 def latest(store, ids=None) -> dict[str, dict]:
     """The last stored audit of each session: {session id: {"count", "at", "findings", "complete",
     "incomplete"}}."""
-    q = ("SELECT session_id, at, data FROM events WHERE id IN "
-         "(SELECT max(id) FROM events WHERE kind='audit' GROUP BY session_id)")
+    q = f"SELECT session_id, at, data FROM events WHERE id IN {LAST}"
     out = {}
     for sid, at, data in store.db.execute(q):
         if ids is None or sid in ids:
