@@ -12,6 +12,7 @@ and tmuxjail's own interpreter path), and `stop` runs it too."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shlex
@@ -27,6 +28,34 @@ from .store import Store
 
 ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TEXT_LIMIT = 200  # findings printed in text; JSON has them all
+WALK_SECONDS = 60.0  # the audit's walk stops here and says so (an `incomplete` finding)
+DETAIL_MAX = 300  # characters of a finding's detail, trigger and fix, printed and stored
+PATH_MAX = 4096
+MAX_REASONS = 20  # why a walk was incomplete: the first few, then a count
+EVENT_MAX = 1 << 20  # bytes of one stored `audit` event
+BASE_IDS = 24_000  # findings in the start's snapshot (`audit-base`): ~40 bytes each, under EVENT_MAX
+INCOMPLETE = "incomplete"
+# kind -> (what on the host will run or trust it, what to do); the walk's own `trigger`/`fix`
+# on a finding win. Kinds the walk may add later fall back to DEFAULT.
+REVIEW = "review it and restore or delete it before running that"
+DEFAULTS = {
+    "git-repo": ("your next git command in or under that directory", REVIEW),
+    "git-config": ("your next git command in that repository (`git status`, `git commit`)",
+                   "remove the key from that config (or restore the file) before running git there"),
+    "git-hook": ("your next `git commit`, `git checkout` or `git merge` there", "delete the hook or restore it"),
+    "git-commondir": ("your next git command in that worktree", REVIEW),
+    "gitmodules": ("your next `git submodule update` or clone with submodules", REVIEW),
+    "direnv": ("`cd` into that directory with direnv", f"{REVIEW}; do not `direnv allow` it unread"),
+    "editor": ("opening that folder in the editor", REVIEW),
+    "setuid": ("running that file: it runs as its owner", "remove the bit (chmod u-s) or delete the file"),
+    "setgid": ("running that file: it runs with its group", "remove the bit (chmod g-s) or delete the file"),
+    "symlink-out": ("any host tool that follows the link out of the workspace", "delete the link"),
+    "hardlink": ("writing that file: another name for it may be outside the workspace",
+                 "delete the extra name (or copy the file) before editing it"),
+    INCOMPLETE: ("nothing yet: the audit did not see everything, so a finding may be missing",
+                 "remove what stopped the walk (see the detail), then run the audit again"),
+}
+DEFAULT = ("a host tool that runs or trusts this path", REVIEW)
 
 
 def workspaces(row) -> list[str]:
@@ -43,8 +72,11 @@ def baseline(store, sid: str, roots) -> dict:
     since = time.time_ns()
     t0 = time.monotonic()
     s = scan(roots, stat_files=False)
-    data = {"ids": {f["id"]: f["sig"] for f in s.findings}, "since_ns": since, "entries": s.entries,
-            "capped": s.capped, "ms": round((time.monotonic() - t0) * 1000, 1)}
+    ids = {f["id"]: f["sig"] for f in s.findings}
+    data = {"ids": dict(itertools.islice(ids.items(), BASE_IDS)), "since_ns": since, "entries": s.entries,
+            "capped": s.capped[:MAX_REASONS], "ms": round((time.monotonic() - t0) * 1000, 1)}
+    if len(ids) > BASE_IDS:  # past the event's bound: what is not in it reads as `added` (loud, not lost)
+        data["partial"] = len(ids)
     store.event("audit-base", sid, **data)
     return data
 
@@ -58,7 +90,7 @@ def _base(store, sid: str) -> dict | None:
 def run(store, row, show_all: bool = False, record: bool = True) -> dict:
 
     roots = workspaces(row)
-    s = scan(roots)
+    s = scan(roots, deadline=time.monotonic() + WALK_SECONDS)
     base = None if show_all else _base(store, row.id)
     out = []
     for f in s.findings:
@@ -75,27 +107,77 @@ def run(store, row, show_all: bool = False, record: bool = True) -> dict:
             change = "changed"
         else:
             continue
-        out.append({"kind": f["kind"], "path": f["path"], "detail": f["detail"], "change": change})
+        out.append(finding(f, change))
+    incomplete = [bounded(c, DETAIL_MAX) for c in s.capped[:MAX_REASONS]]
+    if len(s.capped) > MAX_REASONS:
+        incomplete.append(f"and {len(s.capped) - MAX_REASONS} more reasons")
+    out += [finding({"kind": INCOMPLETE, "path": roots[0] if roots else "", "detail": c}, INCOMPLETE)
+            for c in incomplete]
     result = {"id": row.id, "name": row.name, "mode": row.mode, "workspaces": roots,
               "since": "start" if base is not None else "everything present",
               "baseline": base is not None, "all": show_all, "findings": out, "count": len(out),
-              "entries": s.entries, "capped": s.capped, "skipped": s.skipped}
+              "complete": not incomplete, "incomplete": incomplete,
+              "entries": s.entries, "capped": incomplete, "skipped": s.skipped[:MAX_REASONS],
+              "skipped_count": len(s.skipped)}
     if not show_all and base is None:
         result["note"] = "no snapshot from the session's start: showing everything present"
     if record and not show_all:
-        store.event("audit", row.id, count=len(out), findings=out[:500], capped=bool(s.capped))
+        store.event("audit", row.id, **stored(out, incomplete))
     return result
 
 
+def finding(f: dict, change: str) -> dict:
+    """One finding as reported and stored: each text bounded, and what will run it (the walk's
+    `trigger`/`fix` when it gives them, else the kind's default)."""
+    trigger, fix = DEFAULTS.get(f["kind"], DEFAULT)
+    return {"kind": bounded(f["kind"], 40), "path": bounded(f["path"], PATH_MAX),
+            "detail": bounded(f.get("detail") or "", DETAIL_MAX), "change": change,
+            "trigger": bounded(f.get("trigger") or trigger, DETAIL_MAX),
+            "fix": bounded(f.get("fix") or fix, DETAIL_MAX)}
+
+
+def bounded(text: str, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def stored(findings: list[dict], incomplete: list[str]) -> dict:
+    """The `audit` event: every count, and as many findings as fit in EVENT_MAX (the incomplete
+    ones first, so `list` and `show` always know the audit did not see everything)."""
+    ordered = sorted(findings, key=lambda f: f["kind"] != INCOMPLETE)
+    budget = EVENT_MAX - 4096 - len(json.dumps(incomplete))
+    keep = []
+    for f in ordered:
+        budget -= len(json.dumps(f)) + 2
+        if budget < 0:
+            break
+        keep.append(f)
+    return {"count": len(findings), "findings": keep, "stored": len(keep), "capped": bool(incomplete),
+            "complete": not incomplete, "incomplete": incomplete}
+
+
+LAST = "(SELECT max(id) FROM events WHERE kind='audit' GROUP BY session_id)"
+
+
+def counts(store) -> dict[str, dict]:
+    """`list`: the last audit of each session, without its findings: {id: {"count", "complete"}}
+    (SQLite reads the two fields; up to a MiB of findings per session is never decoded)."""
+    q = ("SELECT session_id, json_extract(data, '$.count'), json_extract(data, '$.complete'), "
+         f"json_extract(data, '$.capped') FROM events WHERE id IN {LAST}")
+    return {sid: {"count": n or 0, "complete": bool(done) if done is not None else not capped}
+            for sid, n, done, capped in store.db.execute(q)}
+
+
 def latest(store, ids=None) -> dict[str, dict]:
-    """The last stored audit of each session: {session id: {"count", "at", "findings"}}."""
-    q = ("SELECT session_id, at, data FROM events WHERE id IN "
-         "(SELECT max(id) FROM events WHERE kind='audit' GROUP BY session_id)")
+    """The last stored audit of each session: {session id: {"count", "at", "findings", "complete",
+    "incomplete"}}."""
+    q = f"SELECT session_id, at, data FROM events WHERE id IN {LAST}"
     out = {}
     for sid, at, data in store.db.execute(q):
         if ids is None or sid in ids:
             d = json.loads(data)
-            out[sid] = {"count": d.get("count", 0), "at": at, "findings": d.get("findings", [])}
+            out[sid] = {"count": d.get("count", 0), "at": at, "findings": d.get("findings", []),
+                        "complete": d.get("complete", not d.get("capped")), "incomplete": d.get("incomplete", [])}
     return out
 
 
@@ -137,7 +219,12 @@ def run_hidden(argv: list[str]) -> int:
         fail(f"audit failed: {exc.__class__.__name__}: {exc}")
         return 1
 
-    return FINDINGS if result["count"] else 0
+    return code(result)
+
+
+def code(result: dict) -> int:
+    """FINDINGS when anything was found or the walk did not see everything, else 0."""
+    return FINDINGS if result["count"] or not result.get("complete", True) else 0
 
 
 # -- text -------------------------------------------------------------------------------------
@@ -168,6 +255,14 @@ def _rel(path: str, roots: list[str]) -> str:
     return path
 
 
+def line(f: dict, roots: list[str]) -> str:
+    """One finding in one line (audit, show and the policy popup): what, where, what runs it, the fix."""
+    mark = {"added": "+", "changed": "~", INCOMPLETE: "!"}.get(f.get("change", ""), " ")
+    trigger, fix = DEFAULTS.get(f.get("kind", ""), DEFAULT)
+    return (f"{mark} {f.get('kind')}  {clean(_rel(f.get('path', ''), roots))}: {clean(f.get('detail', ''))}"
+            f"  [runs on: {clean(f.get('trigger') or trigger)}; fix: {clean(f.get('fix') or fix)}]")
+
+
 def render(result: dict) -> str:
     roots = result["workspaces"]
     head = f"audit of {result['name']} ({result['mode']}), " + ", ".join(map(clean, roots))
@@ -176,17 +271,16 @@ def render(result: dict) -> str:
     lines = [head, f"{n} finding{'s' if n != 1 else ''} {what}" + (":" if n else "")]
     if result.get("note"):
         lines.insert(1, f"note: {result['note']}")
-    width = max((len(f["kind"]) for f in result["findings"]), default=0)
     for f in result["findings"][:TEXT_LIMIT]:
-        mark = {"added": "+", "changed": "~"}.get(f["change"], " ")
-        lines.append(f"  {mark} {f['kind']:{width}}  {clean(_rel(f['path'], roots))}: {clean(f['detail'])}")
+        lines.append("  " + line(f, roots))
     if n > TEXT_LIMIT:
         lines.append(f"  ... and {n - TEXT_LIMIT} more (see --json)")
-    for c in result["capped"]:
-        lines.append(f"not complete: {clean(c)}")
+    if not result.get("complete", True):
+        lines.append("NOT COMPLETE: the walk stopped early, so something may be missing (exit 6)")
     if result["skipped"]:
         shown = ", ".join(clean(_rel(p, roots)) for p in result["skipped"][:5])
-        more = f" and {len(result['skipped']) - 5} more" if len(result["skipped"]) > 5 else ""
+        total = result.get("skipped_count", len(result["skipped"]))
+        more = f" and {total - 5} more" if total > 5 else ""
         lines.append(f"not looked into: {shown}{more}")
     if n:
         lines.append("review these before running git, direnv or an editor in these directories")

@@ -13,7 +13,11 @@ from .netpolicy import ANY, check_pattern
 from .registry import MODES, PROVIDERS
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
-        "limits", "network"}
+        "limits", "network", "discover"}
+# [discover] trace_cap: bytes of strace output a discovery run may write before it is stopped. A
+# plain start of a CLI writes a few MB; strace writes ~110 MB/s for a CLI that floods it on purpose.
+TRACE_CAP = 256 << 20
+TRACE_CAP_MIN = 1 << 20
 # [limits] key -> (model.Limits field, smallest value accepted)
 LIMITS = {"tmp": ("tmp_bytes", 1 << 20), "run": ("run_bytes", 1 << 20), "home": ("home_bytes", 1 << 20),
           "nproc": ("nproc", 16)}
@@ -63,6 +67,28 @@ class Config(NamedTuple):
     # mode -> the widest domain patterns a proxied jail of that mode may reach (netpolicy).
     allow_domains: dict[str, tuple[str, ...]] = dict.fromkeys(MODES, (ANY,))
     env_network: str | None = None  # TMUXJAIL_NETWORK as given (it narrowed `network`)
+    trace_cap: int = TRACE_CAP  # [discover] trace_cap
+
+
+def _size(value: object) -> int | None:
+    """Bytes, or "16M"/"1G"; None when it is not a whole non-negative size."""
+    if isinstance(value, str):
+        num, unit = value[:-1], value[-1:].upper()
+        if unit not in _UNITS or unit == "":
+            num, unit = value, ""
+        return int(num) * _UNITS[unit] if num.isdigit() else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _discover(raw: object, source: str) -> int:
+    """[discover] trace_cap = bytes or "256M": where a discovery run's trace stops it."""
+    if not isinstance(raw, dict) or set(raw) - {"trace_cap"}:
+        raise ConfigError(f"{source}: discover: must be a table with trace_cap")
+    n = _size(raw.get("trace_cap", TRACE_CAP))
+    if n is None or n < TRACE_CAP_MIN:
+        raise ConfigError(f"{source}: discover.trace_cap: must be a whole number of at least {TRACE_CAP_MIN} "
+                          'bytes (or "256M", "1G")')
+    return n
 
 
 def _limits(raw: object, source: str) -> dict[str, Any]:
@@ -197,6 +223,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         accept_missing_guards=tuple(accept),
         source=source,
         env_network=env_network or None,
+        trace_cap=_discover(raw.get("discover", {}), source),
     )
 
 

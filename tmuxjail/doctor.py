@@ -198,6 +198,7 @@ def _store(path: Path) -> tuple[bool, str, str]:
         st = Store(path, readonly=True)
         result = st.db.execute("PRAGMA quick_check").fetchone()[0]
         st.db.execute("SELECT count(*) FROM sessions").fetchone()
+        size = st.size()
         st.close()
     except TmuxjailError as exc:
         return False, exc.message, FIX
@@ -205,7 +206,7 @@ def _store(path: Path) -> tuple[bool, str, str]:
         return False, f"{path}: {exc}", FIX
     if result != "ok":
         return False, f"{path}: {result}", FIX
-    return True, f"{path} (schema ok)", ""
+    return True, f"{path} (schema ok, intact: quick_check ok, {size / (1 << 20):.1f} MiB; `tmuxjail prune` reclaims space)", ""
 
 
 def _on_server_path(tmux: Tmux, env: dict) -> tuple[bool, str]:

@@ -320,7 +320,7 @@ def traced(spec: dict[str, Any]) -> list[str]:
     The trace file must be a new file named `trace` in a directory of its own under the state
     directory's discover/ (where the store lives, which no jail sees): created here with O_EXCL
     and without following a link, so a spec cannot point the tracer's output anywhere else."""
-    from .discover.trace import STRACE, argv
+    from .discover.trace import CAP_FILE, STRACE, argv
 
     path = spec["trace"]
     state = os.path.dirname(str(spec.get("store", "")))
@@ -334,7 +334,17 @@ def traced(spec: dict[str, Any]) -> list[str]:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
     except OSError as exc:
         die(f"cannot create the discovery trace {path}: {exc.strerror}", EXIT_UNAVAILABLE)
-    return argv(path)
+    try:  # written by `discover` next to the trace, from the config's [discover] trace_cap
+        fd = os.open(os.path.join(os.path.dirname(path), CAP_FILE), os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            cap = int(os.read(fd, 32))
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        cap = 0
+    if cap <= 0:
+        die("the discovery's trace cap is missing or not a number (tampered); refusing", EXIT_REFUSED)
+    return argv(path, cap, sys.executable)
 
 
 def proxy_ready(helper: Helper) -> str:

@@ -16,7 +16,12 @@ def public(rows_: list[dict]) -> list[dict]:
     return [{k: v for k, v in d.items() if not k.startswith("_")} for d in rows_]
 
 
+AUDIT_COLOR = "1;31"  # a session whose last audit found something, or did not see everything: never green
+
+
 def _status_text(d: dict) -> str:
+    if d.get("audit_complete") is False:
+        return f"{_status(d)}!audit(?)"
     if d.get("audit"):
         return f"{_status(d)}!audit({d['audit']})"
     return _status(d)
@@ -110,8 +115,9 @@ def table(rows_: list[dict], color: bool = False, width: int | None = None, home
                 text = f"\x1b[1m{text}\x1b[0m"
             elif color and j in coloured:
                 key = str(v).split("!")[0].split("(")[0]
-                if key in COLORS:
-                    text = f"\x1b[{COLORS[key]}m{v!s}\x1b[0m" + " " * (w - len(str(v)) if j < len(row) - 1 else 0)
+                code = AUDIT_COLOR if "!audit(" in str(v) else COLORS.get(key)
+                if code:
+                    text = f"\x1b[{code}m{v!s}\x1b[0m" + " " * (w - len(str(v)) if j < len(row) - 1 else 0)
             cells.append(text)
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)

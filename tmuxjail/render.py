@@ -67,15 +67,19 @@ def confirm(question: str) -> bool:
         return False
 
 
-def session_text(d: dict, clean=str) -> str:
+def session_text(d: dict, clean=str, audit_line=None) -> str:
+    """audit_line(finding, workspaces): one finding in one line (audit.line; render imports only sys)."""
     lines = [f"{k}: {d.get(k)}" for k in ("name", "provider", "mode", "network", "status", "fingerprint",
                                           "workspace", "private_home", "tmux_session", "tmux_pane", "created_at")]
     if d.get("failure"):
         lines.append(f"failure: {d['failure']}")
     if d.get("audit"):
         a = d["audit"]
-        lines.append(f"audit: {a['count']} finding(s) at {a['at']} (tmuxjail audit {d['name']})")
-        lines += [f"  {f['kind']}  {clean(f['path'])}: {clean(f['detail'])}" for f in a["findings"][:20]]
+        lines.append(f"audit: {a['count']} finding(s) at {a['at']} (tmuxjail audit {d['name']})"
+                     + ("" if a.get("complete", True) else "; NOT COMPLETE: something may be missing"))
+        roots = list((d.get("request") or {}).get("workspaces") or [d.get("workspace") or ""])
+        lines += ["  " + (audit_line(f, roots) if audit_line else f"{f['kind']}  {clean(f['path'])}: {clean(f['detail'])}")
+                  for f in a["findings"][:20]]
     return "\n".join(lines)
 
 

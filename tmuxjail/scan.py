@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import stat
+import time
 
 from . import gitconfig, trust
 
@@ -55,7 +56,7 @@ def _id(*parts: str) -> str:
 
 
 class Scan:
-    def __init__(self, roots, stat_files: bool = True):
+    def __init__(self, roots, stat_files: bool = True, deadline: float | None = None):
         """stat_files=False: the start snapshot. It skips the lstat of every file (most of the
         walk's cost): setuid/setgid/hard-link findings carry their inode's ctime instead, which
         a jail cannot set back, and the audit compares that with the snapshot's time."""
@@ -68,6 +69,7 @@ class Scan:
         self.skipped: list[str] = []  # directories looked into for catalogue names only
         self.budget = READ_BUDGET
         self.cat = trust.catalogue()
+        self.deadline = deadline  # time.monotonic() past which the walk stops (a reason in capped)
 
     # -- results ----------------------------------------------------------------------------
     def add(self, kind: str, path: str, detail: str, material: str = "", key: str = "",
@@ -106,6 +108,10 @@ class Scan:
     def _dir(self, dfd: int, path: str, depth: int, in_git: bool, within: trust.Entry | None, hd: int) -> None:
         """within: the catalogue directory entry this directory lies in (all its files count);
         hd: depth below a trust.HEAVY_DIRS name (-1: not below one)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            if not any(c.startswith("time limit") for c in self.capped):
+                self.capped.append(f"time limit: stopped at {path}")
+            return
         try:
             with os.scandir(dfd) as it:
                 entries = []
@@ -369,5 +375,5 @@ def _open_beneath(roots: list[str], path: str) -> int | None:
     return fd
 
 
-def scan(roots, stat_files: bool = True) -> Scan:
-    return Scan(roots, stat_files).run()
+def scan(roots, stat_files: bool = True, deadline: float | None = None) -> Scan:
+    return Scan(roots, stat_files, deadline).run()

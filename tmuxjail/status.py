@@ -21,7 +21,7 @@ import os
 import signal
 
 from .activity import SCREEN_SEARCH, guess, needs_screen
-from .audit import latest
+from .audit import counts
 from .context import server_of
 from .errors import TmuxjailError
 from .tmux import default_socket
@@ -237,11 +237,13 @@ def _check(ctx, records, out: list[dict], recheck) -> None:
 
 
 def _audits(ctx, out: list[dict]) -> None:
-    """`audit`: the count of findings of the session's last audit (`tmuxjail audit NAME`)."""
-    found = latest(ctx.readonly_store())
+    """`audit`: the count of findings of the session's last audit (`tmuxjail audit NAME`);
+    `audit_complete`: False when that audit's walk did not see everything."""
+    found = counts(ctx.readonly_store())
     for d in out:
         if d["kind"] == "agent" and d["id"] in found:
             d["audit"] = found[d["id"]]["count"]
+            d["audit_complete"] = found[d["id"]]["complete"]
 
 
 def _activity(tmux, out: list[dict]) -> None:

@@ -252,6 +252,40 @@ class Store:
             (session_id, now(), kind, json.dumps(data, sort_keys=True)),
         )
 
+    # space -------------------------------------------------------------------------------------
+    def size(self) -> int:
+        """Bytes on disk: the database and its WAL files."""
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                total += os.stat(f"{self.path}{suffix}").st_size
+            except OSError:
+                pass
+        return total
+
+    def reclaim(self) -> dict:
+        """`prune`: drop what no command reads any more (audits superseded by a later one of the
+        same session, audit snapshots of sessions that are gone), then VACUUM and truncate the WAL
+        so the file shrinks. Returns the sizes before and after, and the events dropped."""
+        before = self.size()
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            cur = self.db.execute(
+                "DELETE FROM events WHERE kind='audit' AND id NOT IN "
+                "(SELECT max(id) FROM events WHERE kind='audit' GROUP BY session_id)")
+            dropped = cur.rowcount
+            cur = self.db.execute(
+                "DELETE FROM events WHERE kind IN ('audit', 'audit-base') AND session_id IS NOT NULL "
+                "AND session_id NOT IN (SELECT id FROM sessions)")
+            dropped += cur.rowcount
+        try:
+            self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError as exc:  # another tmuxjail holds it: the next prune will
+            return {"bytes_before": before, "bytes_after": self.size(), "events_dropped": dropped,
+                    "not_reclaimed": str(exc)}
+        return {"bytes_before": before, "bytes_after": self.size(), "events_dropped": dropped}
+
     def events(self, session_id: str | None = None) -> list[dict]:
         q, args = "SELECT * FROM events", []
         if session_id:

@@ -61,7 +61,8 @@ def test_a_cli_that_attacks_discovery_gains_only_lines_in_the_evidence(world):
     first = env.json("discover", "codex", "--non-interactive", "--timeout", "60", timeout=120)["id"]
     d1 = env.state_dir / "discover" / first
     c1 = env.config_dir / "candidates" / f"{first}.toml"
-    before = {p: sha(p) for p in (d1 / "evidence.json", d1 / "trace", c1)}
+    before = {p: sha(p) for p in (d1 / "evidence.json", d1 / "trace.gz", c1)}
+    assert not (d1 / "trace").exists()  # compressed once the evidence is built
 
     (env.bin / "codex").write_text(attacker(env))
     out = env.json("discover", "codex", "--non-interactive", "--timeout", "60", timeout=120)

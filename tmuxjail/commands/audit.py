@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import audit
-from ..errors import FINDINGS, UsageError
+from ..errors import UsageError
 from ..render import Result
 from ..tmux import check_name
 from . import Call
@@ -15,4 +15,4 @@ def run(call: Call) -> Result:
     if row is None:
         raise UsageError(f"no session named {call.args.name!r}", hint="see: tmuxjail list --all")
     result = audit.run(ctx.store, row, show_all=call.args.all)
-    return Result(result, audit.render(result), code=FINDINGS if result["count"] else 0)
+    return Result(result, audit.render(result), code=audit.code(result))

@@ -89,5 +89,13 @@ def run(call: Call) -> Result:
     a = call.args
     done = prune(call.ctx, parse_age(a.older_than), a.dry_run)
     verb = "would prune" if a.dry_run else "pruned"
-    return Result({"dry_run": a.dry_run, "sessions": done},
-                  f"{verb} {len(done)} session(s)" + "".join(f"\n  {d['name']} ({d['status']})" for d in done))
+    space = None if a.dry_run else call.ctx.store.reclaim()
+    text = f"{verb} {len(done)} session(s)" + "".join(f"\n  {d['name']} ({d['status']})" for d in done)
+    if space:
+        text += (f"\nstore: {_mib(space['bytes_before'])} -> {_mib(space['bytes_after'])}"
+                 f" ({space['events_dropped']} superseded audit event(s) dropped)")
+    return Result({"dry_run": a.dry_run, "sessions": done, "store": space}, text)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import netlog, profiles
-from ..audit import clean, latest
+from ..audit import clean, latest, line
 from ..context import Context
 from ..errors import TmuxjailError, UsageError
 from ..render import Result, policy_text, session_text
@@ -40,4 +40,4 @@ def run(call: Call) -> Result:
     if call.args.network:
         rep = netlog.report(d, str(call.ctx.paths.store))
         return Result(rep, netlog.text(rep))
-    return Result(d, "\n".join([session_text(d, clean), "policy:", policy_text(d["policy"] or {})]))
+    return Result(d, "\n".join([session_text(d, clean, line), "policy:", policy_text(d["policy"] or {})]))

@@ -49,6 +49,17 @@ class PathUse(_M):
     hidden: bool = False  # a would-be denial: the jail hid or refused a path the host has
     odd: bool = False  # not plain printable UTF-8, truncated, or relative to an unknown directory
     lines: list[int]  # trace lines that saw it (the first few)
+    count: int = 1  # accesses to it in the trace (each distinct path is one entry, however often used)
+
+
+class Collapsed(_M):
+    """Paths left out of `paths` or `denials` (where) to keep the evidence under MAX_PATHS: all the
+    entries under one directory, named by it and counted (the fullest directories go first)."""
+
+    directory: str
+    where: Literal["paths", "denials"]
+    paths: int
+    kinds: list[str]
 
 
 class Exit(_M):
@@ -84,6 +95,7 @@ class TraceInfo(_M):
     lines: int
     rejected: int
     truncated: bool
+    cap: int | None = None  # the run reached this size cap (bytes) and was stopped there
 
 
 class Evidence(_M):
@@ -103,6 +115,7 @@ class Evidence(_M):
     denials: list[PathUse]
     workspace_counts: dict[str, int]
     dropped: int
+    collapsed: list[Collapsed] = []
     env: EnvNames
     network: Network
     trace: TraceInfo
@@ -214,7 +227,9 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
                 if a.ok and a.kind != "probe":
                     ws_counts[a.kind] = ws_counts.get(a.kind, 0) + 1
                 continue
-            u = uses.setdefault(a.path, {"kinds": set(), "tried": {}, "lines": [], "odd": False, "area": where})
+            u = uses.setdefault(a.path, {"kinds": set(), "tried": {}, "lines": [], "odd": False, "area": where,
+                                         "count": 0})
+            u["count"] += 1
             if a.ok:
                 if a.kind != "probe":
                     u["kinds"].add(a.kind)
@@ -239,12 +254,15 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
             any(e in HIDDEN for e in tried.values()) and not u["odd"] and u["area"] != "unknown"
             and host_has(path))
         use = PathUse(path=path, area=u["area"], kinds=sorted(u["kinds"]), tried=tried, hidden=hidden,
-                      odd=u["odd"], lines=u["lines"])
+                      odd=u["odd"], lines=u["lines"], count=u["count"])
         if hidden:
             denials.append(use)
         if u["kinds"] or u["odd"]:  # an odd name is kept even when it failed: a line in the evidence
             paths.append(use)
-    dropped = max(0, len(paths) - MAX_PATHS) + max(0, len(denials) - MAX_PATHS)
+    paths, folded_p, cut_p = fit(paths, "paths")
+    denials, folded_d, cut_d = fit(denials, "denials")
+    collapsed = folded_p + folded_d
+    dropped = sum(c.paths for c in collapsed) + cut_p + cut_d
 
     root = t.calls[0].pid if t.calls else None
     ex = next((e for e in t.exits if e.pid == root), None)
@@ -270,14 +288,57 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
         exit=Exit(status=status, signal=ex.signal if ex else None, finished=ex is not None, timed_out=timed_out),
         processes=[Process(pid=p, parent=parent.get(p), execs=execs.get(p, []), line=first_line[p])
                    for p in sorted(first_line, key=first_line.__getitem__)],
-        paths=paths[:MAX_PATHS], denials=denials[:MAX_PATHS], workspace_counts=ws_counts, dropped=dropped,
+        paths=paths, denials=denials, workspace_counts=ws_counts, dropped=dropped, collapsed=collapsed,
         env=EnvNames(provided=provided, declared=declared,
                      provided_not_declared=sorted(set(provided) - set(declared)),
                      declared_not_provided=sorted(set(declared) - set(provided))),
         network=net,
         trace=TraceInfo(mechanism="strace -f (ptrace, outside the jail)", sha256=trace_sha256, lines=t.lines,
-                        rejected=t.rejected, truncated=t.truncated),
+                        rejected=t.rejected, truncated=t.truncated, cap=t.cap),
     )
+
+
+def fit(uses: list[PathUse], which: Literal["paths", "denials"]) -> tuple[list[PathUse], list[Collapsed], int]:
+    """At most MAX_PATHS entries, so that a flood of distinct paths cannot push out what comes
+    after it: the directories holding the most entries are folded into one named, counted line
+    each until the rest fits; only if that is not enough is the tail cut. (kept, folded, cut)."""
+    if len(uses) <= MAX_PATHS:
+        return uses, [], 0
+    groups: dict[str, list[PathUse]] = {}
+    for u in uses:
+        groups.setdefault(os.path.dirname(u.path) or "/", []).append(u)
+    n, fold = len(uses), list[str]()
+    for d, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if n <= MAX_PATHS or len(members) < 2 or len(fold) >= MAX_REFS * 8:
+            break
+        fold.append(d)
+        n -= len(members)
+    gone = set(fold)
+    kept = [u for u in uses if (os.path.dirname(u.path) or "/") not in gone]
+    folded = [Collapsed(directory=d, where=which, paths=len(groups[d]),
+                        kinds=sorted({k for u in groups[d] for k in [*u.kinds, *u.tried]})) for d in fold]
+    return kept[:MAX_PATHS], folded, max(0, len(kept) - MAX_PATHS)
+
+
+def truncation(ev: dict) -> list[str]:
+    """What the evidence is missing, one line each (empty: nothing): shown before a candidate
+    built from it is approved."""
+    out = []
+    tr = ev.get("trace", {})
+    if tr.get("cap"):
+        out.append(f"the trace reached its cap of {tr['cap'] >> 20} MiB and the run was stopped there: "
+                   "nothing the CLI did after that is in the evidence ([discover] trace_cap in the config)")
+    elif tr.get("truncated"):
+        out.append("the trace was truncated: the end of the run is not in the evidence")
+    coll = ev.get("collapsed", [])
+    for c in coll[:10]:
+        out.append(f"{c['paths']} {c['where']} under {c['directory']}/ folded into this one line (not listed one by one)")
+    if len(coll) > 10:
+        out.append(f"... and {len(coll) - 10} more folded directories")
+    cut = ev.get("dropped", 0) - sum(c["paths"] for c in coll)
+    if cut > 0:
+        out.append(f"{cut} more paths dropped past the evidence's limit of {MAX_PATHS}")
+    return out
 
 
 def errno_text(name: str) -> str:

@@ -102,6 +102,11 @@ def start(ctx, provider: str, workspaces: tuple[str, ...], args: list[str], non_
     ws = plan.canonical_workspaces(workspaces, ctx.env.get("PWD") or os.getcwd())
     mode = "verified" if replay_of else "isolated"
     did, d = _new_id(ctx, provider, ws[0], replay_of)
+    try:  # read by the launcher, which stops the run there (trace.CAP_FILE, tracecap.py)
+        _write_new(d / trace_mod.CAP_FILE, str(config_mod.load(ctx.paths.config_file).trace_cap))
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
     opts = plan.StartOptions(provider=provider, mode=mode, workspaces=ws, name=did, env_name=env_name,
                                  detach=True, non_interactive=True, args=tuple(args),
                                  trace=str(d / "trace"), candidate=replay_of)
@@ -144,6 +149,8 @@ def trace_done(path: Path) -> bool:
         size = os.fstat(f.fileno()).st_size
         f.seek(max(0, size - 8192))
         tail = f.read()
+    if re.search(rb"(?m)^" + trace_mod.CAP_MARK.encode() + rb"\d+$", tail):
+        return True  # stopped at the trace's size cap
     return re.search(rb"(?m)^" + m.group(1) + rb" +\S+ \+\+\+ (exited with|killed by) ", tail) is not None
 
 
@@ -256,9 +263,24 @@ def finish(ctx, did: str, timed_out: bool = False) -> dict:
     ev = ev_mod.build(m, t, "sha256:" + h.hexdigest(), _host_has, _proxy_log(ctx, m), timed_out)
     data = ev.dump()
     _write_new(d / "evidence.json", json.dumps(data, indent=2, sort_keys=True))
+    _compress(d / "trace")
     if not m.get("replay_of"):
         write_candidate(ctx, m, ev)
     return data
+
+
+def _compress(trace: Path) -> None:
+    """Once the evidence is built the trace is kept gzipped (trace.gz; its sha256 in the evidence
+    is of the plain text), a small fraction of its size, and the plain file removed."""
+    import gzip
+
+    gz = trace.with_name("trace.gz")
+    fd = os.open(gz, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as out:
+        src = os.open(trace, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(src, "rb") as f:
+            shutil.copyfileobj(f, out, 1 << 20)
+    os.unlink(trace)
 
 
 def _classify(ctx, m: dict, ev, candidate: str | None = None):
@@ -371,7 +393,9 @@ def render(d: dict) -> str:
     ex = ev["exit"]
     end = ("timed out" if ex["timed_out"] else f"exit {ex['status']}" if ex["status"] is not None
            else f"killed by {ex['signal']}" if ex["signal"] else "ended without an exit status")
+    missing = ev_mod.truncation(ev)
     lines = [f"discovery {d['id']}: {ident['provider']} {ident['version']} ({ident['path']}, {ident['sha256'][:19]}…)",
+             *(f"  EVIDENCE INCOMPLETE: {x}" for x in missing),
              f"  {ev['mode']} jail, {end}" + (f" after {ev['duration_s']} s" if ev["duration_s"] is not None else ""),
              f"  processes: {len(ev['processes'])}; executables run: "
              + (", ".join(sorted({x for p in ev["processes"] for x in p["execs"]})) or "none")]
@@ -433,10 +457,25 @@ def approve_preview(ctx, provider: str, did: str, details: bool, color: bool) ->
     ident = _identity(ctx, provider, shipped)
     text = cand_mod.describe(shipped, cand, details, color)
     text += approvals.describe(cand, ident, (), False)[1:]
+    missing = truncated(ctx, did)
+    if missing:
+        red, off = ("\x1b[1;31m", "\x1b[0m") if color else ("", "")
+        text = [f"{red}WARNING: this candidate comes from INCOMPLETE evidence; it may lack what the CLI did in:{off}",
+                *(f"{red}  - {x}{off}" for x in missing), *text]
     return {"provider": provider, "profile_version": cand.profile_version, "profile_hash": cand.hash,
+            "truncated": missing,
             "executable": approvals.identity_key(ident), "capabilities": list(cand.baseline),
             "labels": {c: cand.capabilities[c].label for c in cand.baseline}, "text": text,
             "diff": cand_mod.as_json(shipped, cand), "candidate": did}
+
+
+def truncated(ctx, did: str) -> list[str]:
+    """What the discovery's evidence is missing (evidence.truncation), or one line saying it
+    cannot be read."""
+    try:
+        return ev_mod.truncation(_read_json(_dir(ctx, did) / "evidence.json"))
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        return [f"the evidence of {did} cannot be read: nothing shows what this candidate is based on"]
 
 
 def _identity(ctx, provider: str, profile) -> dict:

@@ -11,8 +11,10 @@ ever a decoded path in an event, never a syscall, a pid or a return value.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+import shlex
 from dataclasses import dataclass, field
 
 STRACE = "/usr/bin/strace"
@@ -20,15 +22,21 @@ STRACE = "/usr/bin/strace"
 # cwd, and connect() for network destinations when there is no proxy log.
 TRACE_SET = "trace=%file,%process,chdir,fchdir,connect"
 MAX_LINE = 1 << 16  # a path is at most 4096 bytes: 16 KiB of \xHH; longer lines are not strace's
-MAX_LINES = 4_000_000
 
 
-def argv(trace_file: str) -> list[str]:
+CAP_FILE = "trace-cap"  # next to the trace: its size cap in bytes (config [discover] trace_cap)
+CAP_MARK = "tmuxjail-trace-cap "  # tracecap.py's last line when the run reached the cap
+CAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tracecap.py")
+
+
+def argv(trace_file: str, cap: int, python: str) -> list[str]:
     """strace in front of bubblewrap: follow every fork into the jail (-f), hex-escape every
     string (-xx), decorate fds with their paths (-y), show pids as seen outside the jail's PID
-    namespace, timestamps for the duration, keep exit lines (-q only drops attach noise)."""
+    namespace, timestamps for the duration, keep exit lines (-q only drops attach noise). Its
+    output goes through tracecap.py, which stops the run at `cap` bytes."""
+    pipe = "|exec " + shlex.join([python, "-I", CAPPER, trace_file, str(int(cap))])
     return [STRACE, "-f", "-xx", "-y", "--decode-pids=pidns", "-ttt", "-q", "-s", "256",
-            "-e", TRACE_SET, "-o", trace_file, "--"]
+            "-e", TRACE_SET, "-o", pipe, "--"]
 
 
 HEXSTR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
@@ -94,6 +102,7 @@ class Trace:
     rejected: int = 0  # lines that did not have strace's shape (counted, never interpreted)
     lines: int = 0
     truncated: bool = False
+    cap: int | None = None  # the run reached this cap (bytes) and was stopped there (tracecap.py)
     first_ts: float | None = None
     last_ts: float | None = None
 
@@ -135,16 +144,20 @@ def split_args(skel: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def parse(lines, max_lines: int = MAX_LINES) -> Trace:
-    """lines: an iterable of text lines (decoded as ASCII with errors replaced)."""
+def parse(lines, max_lines: int | None = None) -> Trace:
+    """lines: an iterable of text lines (decoded as ASCII with errors replaced). The trace's size
+    cap (tracecap.py) bounds a real trace; max_lines only bounds a test's."""
     t = Trace()
     pending: dict[int, tuple[str, int]] = {}
     for n, raw in enumerate(lines, 1):
-        if n > max_lines:
+        if max_lines is not None and n > max_lines:
             t.truncated = True
             break
         t.lines = n
         line = raw.rstrip("\n")
+        if line.startswith(CAP_MARK) and line[len(CAP_MARK):].isdigit():  # no strace line starts so
+            t.truncated, t.cap = True, int(line[len(CAP_MARK):])
+            continue
         if len(line) > MAX_LINE or not line.isascii() or not line.isprintable():
             t.rejected += 1
             continue
