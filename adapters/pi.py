@@ -10,6 +10,13 @@ class Pi(Adapter):
 
 
 ADAPTER = Pi(provider="pi", home_env={"PI_CODING_AGENT_DIR": ".pi/agent"}, home_dirs=(".pi/agent",),
+             # models.json: an apiKey "!cmd" is run by the shell; extensions/, tools/, hooks/,
+             # commands/: code pi loads; bin/: the fd and rg pi runs. Pi does not write them: read-only.
+             state_guards=(".pi/agent/models.json", ".pi/agent/extensions/", ".pi/agent/tools/",
+                           ".pi/agent/hooks/", ".pi/agent/commands/", ".pi/agent/bin/"),
+             # settings.json (shellPath, shellCommandPrefix, packages, extensions) is rewritten by
+             # pi in place (lastChangelogVersion, /settings): a private copy.
+             state_copies=(".pi/agent/settings.json",),
              certify=Certification(
                  first_screen=(r"pi v\d+\.\d+", r"No models available"), state_dir=".pi/agent",
                  token_files=(".pi/agent/auth.json", ".pi/agent/settings.json"),

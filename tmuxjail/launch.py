@@ -383,8 +383,10 @@ ARITY.update(dict.fromkeys((
 
 
 def agent_roots(policy: dict[str, Any]) -> list[str]:
+    # A private copy of a state file is written by the jail (through its bind): opened as a root.
     return [*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
-            *policy["host_read"], *filter(None, [policy.get("private_home")])]
+            *policy["host_read"], *filter(None, [policy.get("private_home")]),
+            *(copy for _, copy in policy.get("state_copies", ()))]
 
 
 def _inside(path: str, root: str) -> bool:
