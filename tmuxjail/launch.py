@@ -394,7 +394,7 @@ def sha256_fd(fd: int) -> str:
     while n := os.preadv(fd, [buf], offset):
         h.update(view[:n])
         offset += n
-    return "sha256:" + h.hexdigest()
+    return "sha256:" + str(h.hexdigest())
 
 
 def exe_binds(args: list[str], exe: list[tuple[str, str, int, list[int]]]) -> list[str]:
