@@ -48,6 +48,9 @@ class Adapter(NamedTuple):
     # itself rewrites all the time, which a read-only bind would break).
     state_guards: tuple[str, ...] = ()
     state_copies: tuple[str, ...] = ()
+    # What a guarded file absent at start is created with, by file name, where the CLI rejects the
+    # default (an empty file, or `{}` for JSON) as invalid.
+    state_empty: dict[str, str] = {}  # noqa: RUF012 - read only
 
     def own_sandbox_off(self, exe: list[str], mode: str, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the

@@ -225,7 +225,8 @@ def state_files(pol: Policy, adapter) -> None:
     dirs = {os.path.basename(r.rstrip("/")) for r in adapter.state_guards if r.endswith("/")}
     for path in data.get("state_guards", ()):
         name = os.path.basename(path)
-        _ensure_beneath(pol.host_write, path, None if name in dirs else _empty(name))
+        empty = adapter.state_empty[name].encode() if name in adapter.state_empty else _empty(name)
+        _ensure_beneath(pol.host_write, path, None if name in dirs else empty)
     for dest, copy in data.get("state_copies", ()):
         body = _ensure_beneath(pol.host_write, dest, _empty(dest), read=True)
         paths_mod.ensure_private_dir(Path(copy).parent)

@@ -117,5 +117,5 @@ def test_pi_settings_and_extensions_never_reach_the_host(world):
     """)
     assert got == ["OWN_COPY", "STATE_WRITABLE", "end"], got
     assert (agent / "settings.json").read_text() == '{"theme": "dark"}\n'
-    assert (agent / "models.json").read_text() == "{}\n"
+    assert (agent / "models.json").read_text() == '{"providers": {}}\n'
     assert not any((agent / "extensions").iterdir()) and not any((agent / "bin").iterdir())
