@@ -48,6 +48,11 @@ class Adapter(NamedTuple):
     # itself rewrites all the time, which a read-only bind would break).
     state_guards: tuple[str, ...] = ()
     state_copies: tuple[str, ...] = ()
+    # Command files that can be neither guarded nor copied (the CLI rewrites them, and they must
+    # flow back: a login), so the audit names them when changed, with the trigger: your next plain
+    # `<plain>` on the host.
+    state_audit: tuple[str, ...] = ()
+    plain: str = ""
     # What a guarded file absent at start is created with, by file name, where the CLI rejects the
     # default (an empty file, or `{}` for JSON) as invalid.
     state_empty: dict[str, str] = {}  # noqa: RUF012 - read only

@@ -21,6 +21,9 @@ ADAPTER = Pi(provider="pi", home_env={"PI_CODING_AGENT_DIR": ".pi/agent"}, home_
              # settings.json (shellPath, shellCommandPrefix, packages, extensions) is rewritten by
              # pi in place (lastChangelogVersion, /settings): a private copy.
              state_copies=(".pi/agent/settings.json",),
+             # auth.json: an api_key credential's "!command" is run by the shell, but Pi refreshes
+             # OAuth tokens in it in place and the login is shared: audited.
+             state_audit=(".pi/agent/auth.json",), plain="pi",
              certify=Certification(
                  first_screen=(r"pi v\d+\.\d+", r"No models available"), state_dir=".pi/agent",
                  token_files=(".pi/agent/auth.json", ".pi/agent/settings.json"),

@@ -19,7 +19,7 @@ import sys
 import time
 import unicodedata
 
-from . import paths
+from . import paths, stateaudit
 from .errors import FINDINGS, TmuxjailError
 from .render import fail
 from .scan import STAT_KINDS, scan
@@ -76,6 +76,7 @@ def run(store, row, show_all: bool = False, record: bool = True) -> dict:
         else:
             continue
         out.append({"kind": f["kind"], "path": f["path"], "detail": f["detail"], "change": change})
+    out += stateaudit.findings(store, row)  # the CLI's own state, where it is bound back (verified)
     result = {"id": row.id, "name": row.name, "mode": row.mode, "workspaces": roots,
               "since": "start" if base is not None else "everything present",
               "baseline": base is not None, "all": show_all, "findings": out, "count": len(out),

@@ -159,6 +159,7 @@ class Policy(_Frozen):
     # copy bound over it) for its state_copies (docs/provider-state.md).
     state_guards: tuple[str, ...] = ()
     state_copies: tuple[tuple[str, str], ...] = ()
+    state_audit: tuple[str, ...] = ()  # ... and those the audit names when changed (stateaudit.py)
 
     @field_validator("allow_domains")
     @classmethod
@@ -176,7 +177,7 @@ class Policy(_Frozen):
         # Absent when empty: the fingerprints of host and none sessions (and of every mode but
         # verified, for the state guards) stay what they were.
         data: dict[str, Any] = handler(self)
-        for key in ("allow_domains", "resolve", "state_guards", "state_copies"):
+        for key in ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit"):
             if not data.get(key):
                 data.pop(key, None)
         return data

@@ -45,6 +45,7 @@ REASONS = {
     "env_inherit": "environment", "env_names": "environment", "env_set": "environment",
     "home": "home", "private_home": "home", "network": "network", "allow_domains": "network",
     "resolve": "network", "state_guards": "provider-state", "state_copies": "provider-state",
+    "state_audit": "provider-state",
     "backend": "backend", "hidden": "backend", "schema_version": "backend", "limits": "limits",
 }
 
@@ -215,9 +216,10 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     host_write: tuple[str, ...] = ()
     guards: tuple[str, ...] = ()
     copies: tuple[tuple[str, str], ...] = ()
+    audited: tuple[str, ...] = ()
     if mode is Mode.verified:
         host_read, host_write = _host_paths(caps, profile, facts)
-        guards, copies = state_files(adapter, caps, profile, facts, host_write)
+        guards, copies, audited = state_files(adapter, caps, profile, facts, host_write)
 
     # Strict modes: every .git present at start is bound read-only onto itself (README, "Git
     # metadata"); git-metadata-write lifts that.
@@ -274,19 +276,21 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         resolve=facts.resolve if network == "proxy" else (),
         state_guards=guards,
         state_copies=copies,
+        state_audit=audited,
     )
 
 
-def state_files(adapter: Adapter, caps: Iterable[str], profile: Profile, facts: Facts,
-                host_write: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The adapter's state_guards and state_copies that lie in a host path bound back writable, as
-    the host paths they are there (below the grant's real path: a ~/.codex that is a link into the
+def state_files(adapter: Adapter, caps: Iterable[str], profile: Profile, facts: Facts, host_write: tuple[str, ...]
+                ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The adapter's state_guards, state_copies and state_audit that lie in a host path bound back
+    writable, as the host paths they are there (below the grant's real path: a ~/.codex that is a link into the
     home guards the files where they really are). A copy's source is its path below
     facts.state_copies, which the launcher opens without following links."""
     grants = [_expand(g.path, facts.home) for cid in caps for g in profile.capabilities[cid].paths]
     guards: set[str] = set()
+    audited: set[str] = set()
     copies: dict[str, str] = {}
-    for rels, is_copy in ((adapter.state_guards, False), (adapter.state_copies, True)):
+    for rels, kind in ((adapter.state_guards, "guard"), (adapter.state_copies, "copy"), (adapter.state_audit, "audit")):
         for rel in rels:
             lexical = facts.home + "/" + rel.rstrip("/")
             for grant in grants:
@@ -294,11 +298,11 @@ def state_files(adapter: Adapter, caps: Iterable[str], profile: Profile, facts: 
                 if not _inside(lexical, grant) or real not in host_write:
                     continue
                 path = real + lexical[len(grant):]
-                if is_copy:
+                if kind == "copy":
                     copies[path] = facts.state_copies + "/" + rel
                 else:
-                    guards.add(path)
-    return tuple(sorted(guards)), tuple(sorted(copies.items()))
+                    (guards if kind == "guard" else audited).add(path)
+    return tuple(sorted(guards)), tuple(sorted(copies.items())), tuple(sorted(audited))
 
 
 def as_data(policy: Policy) -> dict[str, Any]:

@@ -119,3 +119,30 @@ def test_pi_settings_and_extensions_never_reach_the_host(world):
     assert (agent / "settings.json").read_text() == '{"theme": "dark"}\n'
     assert (agent / "models.json").read_text() == '{"providers": {}}\n'
     assert not any((agent / "extensions").iterdir()) and not any((agent / "bin").iterdir())
+
+
+def test_pi_auth_json_written_inside_is_named_by_the_audit(world):
+    """Pi's auth.json must flow back (its login, refreshed in place), so it is audited: a command
+    planted there is named, with what runs it and what to do."""
+    env = world
+    agent = env.home / ".pi" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "auth.json").write_text("{}")
+    got = attack(env, "pi", "pi", f"""
+        echo '{{"x": {{"type": "api_key", "key": "!touch {env.sentinel}.pwned"}}}}' > "$HOME/.pi/agent/auth.json" && echo AUTH
+    """)
+    assert got == ["AUTH", "end"], got  # writable: the login is shared
+    proc = env.run("audit", "v", "--json")
+    assert proc.returncode == 6, proc.stderr
+    found = [f for f in json.loads(proc.stdout)["findings"] if f["kind"] == "provider-state"]
+    assert [(f["path"], f["change"]) for f in found] == [(str(agent / "auth.json"), "changed")], found
+    assert found[0]["trigger"] == "your next plain `pi`" and "!" in found[0]["fix"]
+
+
+def test_an_untouched_pi_state_is_not_a_finding(world):
+    env = world
+    (env.home / ".pi" / "agent").mkdir(parents=True)
+    (env.home / ".pi" / "agent" / "auth.json").write_text("{}")
+    assert attack(env, "pi", "pi", "true") == ["end"]
+    proc = env.run("audit", "v", "--json")
+    assert not [f for f in json.loads(proc.stdout)["findings"] if f["kind"] == "provider-state"], proc.stdout
