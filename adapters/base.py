@@ -40,6 +40,22 @@ class Adapter(NamedTuple):
     # CLI's runtime use them (README, "Network policy", lists what each pinned CLI honours).
     proxy_env: tuple[tuple[str, str], ...] = ()
     certify: Certification | None = None  # None: `tmuxjail certify` does not know this CLI
+    # The files of the CLI's own state (relative to HOME; a trailing "/" is a directory) that the
+    # host's plain, unjailed CLI later obeys as commands: hooks, MCP servers, notify programs,
+    # extensions (docs/provider-state.md says which and why). Where a mode binds that state back
+    # writable (verified), state_guards are bound read-only onto themselves, and state_copies are
+    # given to the jail as a private copy of its own that never flows back (for files the CLI
+    # itself rewrites all the time, which a read-only bind would break).
+    state_guards: tuple[str, ...] = ()
+    state_copies: tuple[str, ...] = ()
+    # Command files that can be neither guarded nor copied (the CLI rewrites them, and they must
+    # flow back: a login), so the audit names them when changed, with the trigger: your next plain
+    # `<plain>` on the host.
+    state_audit: tuple[str, ...] = ()
+    plain: str = ""
+    # What a guarded file absent at start is created with, by file name, where the CLI rejects the
+    # default (an empty file, or `{}` for JSON) as invalid.
+    state_empty: dict[str, str] = {}  # noqa: RUF012 - read only
 
     def own_sandbox_off(self, exe: list[str], mode: str, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the

@@ -68,6 +68,16 @@ ADAPTER = ClaudeCode(
     provider="claude-code",
     home_env={"CLAUDE_CONFIG_DIR": ".claude"},
     home_dirs=(".claude", ".claude/tmp"),
+    # settings.json: hooks, statusLine, apiKeyHelper, env, permissions, enabledPlugins; commands/
+    # and agents/: slash commands (their !`cmd` lines run) and subagents (hooks, mcpServers);
+    # hooks/: where hook scripts are kept; plugins/: installed plugins' hooks and MCP servers;
+    # ~/.claude.json: mcpServers (a verified jail's Claude uses .claude/.config.json instead, see
+    # shared_config). Claude writes these only when asked to: read-only.
+    state_guards=(".claude/settings.json", ".claude/commands/", ".claude/agents/", ".claude/hooks/",
+                  ".claude/plugins/", ".claude.json"),
+    # The global config (mcpServers, per-project mcpServers) that Claude rewrites several times per
+    # run (by rename, falling back to an in-place write on EBUSY: 2.1.332): a private copy.
+    state_copies=(".claude/.config.json",),
     seatbelt_args=("--settings", '{"sandbox":{"enabled":false}}'),
     certify=Certification(
         first_screen=(r"Welcome to Claude Code", r"Unable to connect to Anthropic services", r"Select login method",

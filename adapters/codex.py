@@ -35,6 +35,13 @@ class Codex(Adapter):
 
 
 ADAPTER = Codex(provider="codex", home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",),
+                # config.toml: notify, mcp_servers, hooks, profiles, model_providers, shell
+                # environment; hooks.json: hooks; .env: loaded into codex's own environment, which
+                # its tools inherit; rules/: commands it then runs without asking; plugins/: MCP
+                # servers and hooks of the plugins config.toml enables. Codex rewrites none of
+                # them on its own (only on /model, a trust answer or `codex mcp add`): read-only.
+                state_guards=(".codex/config.toml", ".codex/hooks.json", ".codex/.env", ".codex/rules/",
+                              ".codex/plugins/"),
                 seatbelt_args=("--sandbox", "danger-full-access"),
                 certify=Certification(
                     first_screen=(r"Welcome to Codex", r"Sign in with ChatGPT", r"OpenAI's command-line coding agent"),

@@ -18,6 +18,11 @@ ADAPTER = Cursor(
     home_env={"CURSOR_CONFIG_DIR": ".cursor"},
     home_dirs=(".cursor",),
     install_root_is_dir=True,
+    # mcp.json: MCP servers; sandbox.json: what its own sandbox lets commands do (documented only).
+    state_guards=(".cursor/mcp.json", ".cursor/sandbox.json"),
+    # cli-config.json: permissions.allow (commands run without asking), rewritten by the CLI with
+    # its login and settings: a private copy.
+    state_copies=(".cursor/cli-config.json",),
     seatbelt_args=("--sandbox", "disabled"),
     # Its bundled Node's fetch ignores HTTPS_PROXY unless told (documented, not run here).
     proxy_env=(("NODE_USE_ENV_PROXY", "1"),),

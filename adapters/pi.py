@@ -10,6 +10,20 @@ class Pi(Adapter):
 
 
 ADAPTER = Pi(provider="pi", home_env={"PI_CODING_AGENT_DIR": ".pi/agent"}, home_dirs=(".pi/agent",),
+             # models.json: an apiKey "!cmd" is run by the shell; extensions/: code pi loads; bin/:
+             # the fd and rg pi runs; tools/: where older pis kept them (0.73.1 moves a tools/fd or
+             # tools/rg into bin/). Pi does not write them: read-only. (Not the legacy hooks/ and
+             # commands/: 0.73.1 no longer loads hooks, renames commands/ to prompts/, and warns
+             # about both when they exist, so they are not created.)
+             state_guards=(".pi/agent/models.json", ".pi/agent/extensions/", ".pi/agent/bin/",
+                           ".pi/agent/tools/"),
+             state_empty={"models.json": '{"providers": {}}\n'},  # 0.73.1 requires "providers"
+             # settings.json (shellPath, shellCommandPrefix, packages, extensions) is rewritten by
+             # pi in place (lastChangelogVersion, /settings): a private copy.
+             state_copies=(".pi/agent/settings.json",),
+             # auth.json: an api_key credential's "!command" is run by the shell, but Pi refreshes
+             # OAuth tokens in it in place and the login is shared: audited.
+             state_audit=(".pi/agent/auth.json",), plain="pi",
              certify=Certification(
                  first_screen=(r"pi v\d+\.\d+", r"No models available"), state_dir=".pi/agent",
                  token_files=(".pi/agent/auth.json", ".pi/agent/settings.json"),

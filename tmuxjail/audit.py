@@ -20,7 +20,7 @@ import sys
 import time
 import unicodedata
 
-from . import paths
+from . import paths, stateaudit
 from .errors import FINDINGS, TmuxjailError
 from .render import fail
 from .scan import STAT_KINDS, scan
@@ -108,6 +108,8 @@ def run(store, row, show_all: bool = False, record: bool = True) -> dict:
         else:
             continue
         out.append(finding(f, change))
+    # the CLI's own state, where it is bound back (verified)
+    out += [finding(f, f.get("change") or "changed") for f in stateaudit.findings(store, row)]
     incomplete = [bounded(c, DETAIL_MAX) for c in s.capped[:MAX_REASONS]]
     if len(s.capped) > MAX_REASONS:
         incomplete.append(f"and {len(s.capped) - MAX_REASONS} more reasons")

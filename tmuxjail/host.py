@@ -396,7 +396,7 @@ def mac_layout(policy: dict, tmux_socket: str | None, env: dict, tty: str | None
     real = os.path.realpath
     names = [policy["home"], policy.get("private_home")]
     for key in ("install_roots", "workspace_read", "workspace_write", "host_read", "host_write",
-                "protected", "hidden"):
+                "protected", "hidden", "state_guards"):
         names += policy.get(key, ())
     if session_tmp:
         names.append(session_tmp)

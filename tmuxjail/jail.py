@@ -202,10 +202,81 @@ def prepare_dirs(ctx: Context, pol: Policy, adapter) -> None:
         if shared:
             host_file, copy = shared
             seed_shared_config(host_file, copy, pol.host_write)
+        state_files(pol, adapter)
     if pol.private_home:
         home = paths_mod.ensure_private_dir(Path(pol.private_home))
         for rel in adapter.home_dirs:
             paths_mod.make_dirs_beneath(str(home), os.path.join(home, rel))
+
+
+MAX_COPY = 16 * 1024 * 1024
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def state_files(pol: Policy, adapter) -> None:
+    """Before a verified launch (docs/provider-state.md): every guarded command file of the CLI's
+    state that lies inside a directory bound back writable exists, so that its read-only bind has
+    something to cover and the jail cannot create it instead (an empty file, `{}` for JSON, or a
+    directory; the CLI reads these as "nothing configured"); and every private copy exists,
+    made once from the host's file, over which it is bound (the host's file made first if absent:
+    the bind needs it, and bwrap would leave an empty one that the host's CLI then reads).
+    Everything in the state is opened beneath its bound root without following a link."""
+    data = as_data(pol)
+    dirs = {os.path.basename(r.rstrip("/")) for r in adapter.state_guards if r.endswith("/")}
+    for path in data.get("state_guards", ()):
+        name = os.path.basename(path)
+        empty = adapter.state_empty[name].encode() if name in adapter.state_empty else _empty(name)
+        _ensure_beneath(pol.host_write, path, None if name in dirs else empty)
+    for dest, copy in data.get("state_copies", ()):
+        body = _ensure_beneath(pol.host_write, dest, _empty(dest), read=True)
+        paths_mod.ensure_private_dir(Path(copy).parent)
+        try:
+            fd = os.open(copy, NEW_FILE, 0o600)
+        except FileExistsError:
+            continue  # the jail's own copy, from an earlier launch: it stays the jail's
+        with os.fdopen(fd, "wb") as f:
+            f.write(body or b"")
+
+
+def _empty(name: str) -> bytes:
+    return b"{}\n" if name.endswith(".json") else b""
+
+
+def _ensure_beneath(roots, path: str, body: bytes | None, read: bool = False) -> bytes | None:
+    """path, below the bound root that holds it, exists as a directory (body None) or a regular
+    file (made with body when absent); with read, the file's content. A path that is a root itself
+    (a file the profile binds, ~/.claude.json) is left as it is."""
+    under = [r for r in roots if path.startswith(r.rstrip("/") + "/")]
+    if not under:
+        return None
+    root = min(under, key=len)
+    if body is None:
+        paths_mod.make_dirs_beneath(root, path)
+        return None
+    dfd = paths_mod.dir_beneath(root, os.path.dirname(path))
+    name = os.path.basename(path)
+    try:
+        try:
+            fd = os.open(name, NEW_FILE, 0o600, dir_fd=dfd)
+            with os.fdopen(fd, "wb") as f:
+                f.write(body)
+        except FileExistsError:
+            pass
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+        except OSError:
+            fd = -1
+        try:
+            if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SandboxUnavailable(
+                    f"{path} is a symbolic link or not a regular file, in your CLI's state that a jail "
+                    "could write; refusing to start", hint=f"look at it, remove it (rm {path}), then try again")
+            return os.read(fd, MAX_COPY) if read else None
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    finally:
+        os.close(dfd)
 
 
 def seed_shared_config(host_file: str, shared: str, host_write) -> None:

@@ -56,18 +56,30 @@ def read_spec(path: str) -> dict[str, Any]:
     return spec
 
 
-def stored_fingerprint(store: str, session_id: str) -> str | None:
+def stored_fingerprint(store: str, session_id: str, files: list[Any] | None = None) -> tuple[str | None, list[str]]:
+    """The session's fingerprint (None: no such live session, or no answer), and the digest the
+    identity cache holds for each (path, stat key) of files ("" for none)."""
     # sqlite3's own module, which sqlite3.connect and sqlite3.Error are: the package adds only
     # adapters (datetime, collections) this query does not use and the launcher would load.
     import _sqlite3 as sqlite3
 
+    from .canon import canonical_json
+
+    digests: list[str] = []
     try:
         db = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)
         row = db.execute("SELECT fingerprint, status FROM sessions WHERE id=?", (session_id,)).fetchone()
-        db.close()
     except sqlite3.Error:
-        return None
-    return row[0] if row and row[1] != "stopped" else None
+        return None, []
+    try:  # no answer here only costs a hash: the launcher then hashes the file itself
+        for path, key in files or ():
+            hit = db.execute("SELECT stat_key, digest FROM identity_cache WHERE path=?", (path,)).fetchone()
+            # store.put_digest writes the key as json.dumps(list): the same text for a list of ints
+            digests.append(hit[1] if hit and hit[0].replace(" ", "") == canonical_json(key) else "")
+    except sqlite3.Error:
+        digests = []
+    db.close()
+    return (row[0] if row and row[1] != "stopped" else None), digests
 
 
 class Helper:
@@ -109,13 +121,16 @@ def start_helper() -> Helper:
     return Helper(pid, ask_w, store_r, ready_r, go_w)
 
 
-def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], proxied: bool) -> None:
-    """Tell the helper this launch's store and session, and the proxy's settings if it has one."""
+def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], proxied: bool,
+               files: list[Any] | None = None) -> None:
+    """Tell the helper this launch's store and session, the executable files whose cached digest
+    it looks up ((path, stat key): Executable.open_all), and the proxy's settings if it has one."""
     from .canon import canonical_json
 
     proxy = {"allow_domains": policy.get("allow_domains", []), "resolve": policy.get("resolve", [])}
     data = canonical_json({"store": str(spec["store"]), "session_id": str(spec["session_id"]),
-                           "detach": spec.get("trace") is not None, "proxy": proxy if proxied else None}).encode()
+                           "detach": spec.get("trace") is not None, "proxy": proxy if proxied else None,
+                           "files": files or []}).encode()
     try:
         while data:
             data = data[os.write(helper.ask, data):]
@@ -143,8 +158,11 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
     assert isinstance(req, dict)
     early: Early | None = None
     try:
-        fp = stored_fingerprint(req["store"], req["session_id"])
-        os.write(store, ("=" + fp).encode() if isinstance(fp, str) else b"-")
+        fp, digests = stored_fingerprint(req["store"], req["session_id"], req.get("files"))
+        answer = ("=" + fp) if isinstance(fp, str) else "-"
+        data = "\n".join([answer, *digests]).encode()
+        while data:
+            data = data[os.write(store, data):]
         os.close(store)
         # On a discovery run strace replaces the launcher and waits for every child of it, while
         # the proxy waits for it to exit: there the proxy is a grandchild (detach).
@@ -173,9 +191,10 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
             netlisten.exit_removing(early[1])  # (imported: early is its)
 
 
-def store_holds(helper: Helper, expected: str) -> None:
-    """Refuse the launch unless the helper's store check answered, and with this fingerprint.
-    Reading to EOF: the answer is whole, and a check that died without one is no answer."""
+def store_holds(helper: Helper, expected: str) -> list[str]:
+    """Refuse the launch unless the helper's store check answered, and with this fingerprint; the
+    cached digests it found (ask_helper's files). Reading to EOF: the answer is whole, and a check
+    that died without one is no answer."""
     data = b""
     while chunk := os.read(helper.store, 4096):
         data += chunk
@@ -186,8 +205,10 @@ def store_holds(helper: Helper, expected: str) -> None:
         pass
     if not data:
         die("the store check gave no answer (it exited); refusing", EXIT_REFUSED)
-    if data.decode(errors="replace") != "=" + expected:
+    answer, *digests = data.decode(errors="replace").split("\n")
+    if answer != "=" + expected:
         die("the store does not hold this fingerprint for this session; refusing", EXIT_REFUSED)
+    return digests
 
 
 def seccomp_fd(machine: str, strict: bool = True) -> int:
@@ -273,7 +294,10 @@ def main(argv: list[str]) -> None:
             die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
                 "install python3, or start with --network none", EXIT_UNAVAILABLE)
         python = found
-    ask_helper(helper, spec, policy, proxied)
+    # What the policy's identity names (the CLI, its interpreter) is opened now, once: the jail
+    # runs these very files (exe_binds), checked against the fingerprinted digests (exe_checked).
+    exe = open_executables(policy) if spec.get("sandboxed", True) and policy.get("mode") != "compatibility" else []
+    ask_helper(helper, spec, policy, proxied, [[path, key] for path, _, _, key in exe])
 
     verify(spec, policy, spec_path)
 
@@ -301,7 +325,9 @@ def main(argv: list[str]) -> None:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
-    store_holds(helper, expected)
+    exe_checked(exe, store_holds(helper, expected))
+    rest = exe_binds(rest, exe)
+    bind_fds += [fd for _, _, fd, _ in exe]
     if proxied:
         code = os.memfd_create("tmuxjail-bridge", 0)
         os.write(code, netbridge.BRIDGE.encode())
@@ -312,7 +338,79 @@ def main(argv: list[str]) -> None:
                              *bind_fds)
     if spec.get("trace") is not None:
         TRACE_HEAD[:] = traced(spec)
+    exe_unchanged(exe)
     exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
+
+
+# -- the executable: what was hashed is what runs ------------------------------------------------
+# The start hashed the CLI (and a script's interpreter) and fingerprinted the digests; bubblewrap
+# binds the install root later, by path, and the CLI is exec'd by path inside: a session that can
+# write the install (compatibility) could swap the file in between. So the launcher opens each file
+# once, checks that descriptor against the policy's digest (the identity cache's digest for the
+# fd's own stat identity, the cache's trust: identity.sha256_file; else it hashes the fd itself),
+# and has bubblewrap bind that descriptor read-only over the path the jail executes.
+
+def open_executables(policy: dict[str, Any]) -> list[tuple[str, str, int, list[int]]]:
+    """(path, the policy's sha256, an fd of the file, its stat key) for the CLI and its interpreter."""
+    import stat
+
+    ident = policy["executable"]
+    out = []
+    for path, digest in [(ident["path"], ident["sha256"]), *[tuple(e) for e in ident.get("extra", ())][:1]]:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            die(f"cannot open the CLI's executable {path}: {exc.strerror}; refusing", EXIT_REFUSED)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            die(f"the CLI's executable {path} is not a regular file; refusing", EXIT_REFUSED)
+        out.append((path, digest, fd, stat_key(st)))
+    return out
+
+
+def stat_key(st: os.stat_result) -> list[int]:
+    """identity.stat_key (the digest cache's key), without its imports."""
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def exe_checked(exe: list[tuple[str, str, int, list[int]]], cached: list[str]) -> None:
+    """Each opened file is the one the policy's digest is of: the cache holds that digest for the
+    fd's stat identity, or (a file changed since the start, or not cached) hashing the fd gives it."""
+    for i, (path, digest, fd, _key) in enumerate(exe):
+        if (cached[i] if i < len(cached) else "") == digest:
+            continue
+        if sha256_fd(fd) != digest:
+            die(f"the CLI's executable {path} changed since this session's policy was computed (its "
+                "sha256 is not the approved one); refusing to run it", EXIT_REFUSED)
+
+
+def sha256_fd(fd: int) -> str:
+    from .canon import sha256
+
+    h = sha256()
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    offset = 0
+    while n := os.preadv(fd, [buf], offset):
+        h.update(view[:n])
+        offset += n
+    return "sha256:" + str(h.hexdigest())
+
+
+def exe_binds(args: list[str], exe: list[tuple[str, str, int, list[int]]]) -> list[str]:
+    """bubblewrap's args with each checked fd bound read-only over its path (after every other
+    bind: the install root's bind would cover it otherwise)."""
+    at = args.index("--") if "--" in args else len(args)
+    binds = [a for path, _, fd, _ in exe for a in ("--ro-bind-fd", str(fd), path)]
+    return [*args[:at], *binds, *args[at:]]
+
+
+def exe_unchanged(exe: list[tuple[str, str, int, list[int]]]) -> None:
+    """Last, before bubblewrap: no file was written in place since it was checked (ctime moves)."""
+    for path, _, fd, key in exe:
+        if stat_key(os.fstat(fd)) != key:
+            die(f"the CLI's executable {path} was modified while this jail was being started; refusing "
+                "to run it", EXIT_REFUSED)
 
 
 def traced(spec: dict[str, Any]) -> list[str]:
@@ -393,8 +491,10 @@ ARITY.update(dict.fromkeys((
 
 
 def agent_roots(policy: dict[str, Any]) -> list[str]:
+    # A private copy of a state file is written by the jail (through its bind): opened as a root.
     return [*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
-            *policy["host_read"], *filter(None, [policy.get("private_home")])]
+            *policy["host_read"], *filter(None, [policy.get("private_home")]),
+            *(copy for _, copy in policy.get("state_copies", ()))]
 
 
 def _inside(path: str, root: str) -> bool:

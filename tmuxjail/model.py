@@ -154,6 +154,12 @@ class Policy(_Frozen):
     # proxy resolves without DNS. Only the config file sets it (never the environment or a workspace).
     resolve: tuple[tuple[str, str, bool], ...] = ()
     limits: Limits = Limits()
+    # verified only: the CLI's command files inside the state bound back writable
+    # (adapters' state_guards), bound read-only onto themselves; and (host path, the jail's private
+    # copy bound over it) for its state_copies (docs/provider-state.md).
+    state_guards: tuple[str, ...] = ()
+    state_copies: tuple[tuple[str, str], ...] = ()
+    state_audit: tuple[str, ...] = ()  # ... and those the audit names when changed (stateaudit.py)
 
     @field_validator("allow_domains")
     @classmethod
@@ -168,9 +174,10 @@ class Policy(_Frozen):
 
     @model_serializer(mode="wrap")
     def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Absent when empty: the fingerprints of host and none sessions stay what they were.
+        # Absent when empty: the fingerprints of host and none sessions (and of every mode but
+        # verified, for the state guards) stay what they were.
         data: dict[str, Any] = handler(self)
-        for key in ("allow_domains", "resolve"):
+        for key in ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit"):
             if not data.get(key):
                 data.pop(key, None)
         return data

@@ -50,6 +50,11 @@ class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
         base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:24] or "ws"
         return self.homes / provider / f"ws-{base}-{hashlib.sha256(workspace.encode()).hexdigest()[:12]}"
 
+    def state_copies(self, provider: str, env_name: str, workspace: str | None = None) -> Path:
+        """Where a verified jail's private copies of its CLI's command files live (jail.seed_copies),
+        one set per private-home key: what the jail writes there never reaches the host's CLI."""
+        return self.data_dir / "state-copies" / self.private_home(provider, env_name, workspace).relative_to(self.homes)
+
     def own_dirs(self) -> tuple[Path, ...]:
         return (self.config_dir, self.state_dir, self.data_dir)
 
@@ -71,6 +76,10 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def make_dirs_beneath(root: str, path: str, mode: int = 0o700) -> None:
+    os.close(dir_beneath(root, path, mode))
+
+
+def dir_beneath(root: str, path: str, mode: int = 0o700) -> int:
     """mkdir -p of path below root inside a tree a jail can write (a private home, an approved
     host path), one component at a time and never through a link: a `~/.pi -> ~/.ssh` the agent
     left must not make tmuxjail create ~/.ssh/agent on the host. Refuses (exit 5) on a link or a
@@ -96,8 +105,10 @@ def make_dirs_beneath(root: str, path: str, mode: int = 0o700) -> None:
                     "refusing to follow it", hint=f"look at it, remove it (rm {where}), then try again") from None
             os.close(fd)
             fd = nxt
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd  # an O_PATH fd of path (the caller closes it)
 
 
 def home_problem(env) -> str | None:

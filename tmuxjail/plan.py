@@ -89,6 +89,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
         realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
         env_network=cfg.env_network, resolve=cfg.resolve, allow_ceiling=cfg.allow_domains[mode.value],
         own_install=() if mode.strict else host.own_install(),
+        state_copies=str(p.state_copies(provider, env_name, workspaces[0] if workspaces else None)),
     )
     if restriction is not None:
         base = policy.resolve(req, profile, adapter, facts)  # refuses what the config refuses

@@ -44,7 +44,8 @@ REASONS = {
     "workspace_read": "workspace", "workspace_write": "workspace", "protected": "workspace",
     "env_inherit": "environment", "env_names": "environment", "env_set": "environment",
     "home": "home", "private_home": "home", "network": "network", "allow_domains": "network",
-    "resolve": "network",
+    "resolve": "network", "state_guards": "provider-state", "state_copies": "provider-state",
+    "state_audit": "provider-state",
     "backend": "backend", "hidden": "backend", "schema_version": "backend", "limits": "limits",
 }
 
@@ -88,6 +89,7 @@ class Facts:
     # What the launcher runs outside every jail (tmuxjail's package, venv, interpreter, stdlib,
     # bwrap) where a jail of this user could write it: read-only in compatibility jails.
     own_install: tuple[str, ...] = ()
+    state_copies: str = ""  # where this provider/env's private copies of state files live (paths.state_copies)
 
 
 def _network(req: Request, facts: Facts) -> Network:
@@ -214,8 +216,12 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
 
     host_read: tuple[str, ...] = ()
     host_write: tuple[str, ...] = ()
+    guards: tuple[str, ...] = ()
+    copies: tuple[tuple[str, str], ...] = ()
+    audited: tuple[str, ...] = ()
     if mode is Mode.verified:
         host_read, host_write = _host_paths(caps, profile, facts)
+        guards, copies, audited = state_files(adapter, caps, profile, facts, host_write)
 
     # Strict modes: every .git present at start is bound read-only onto itself (README, "Git
     # metadata"), and so is every guard entry of the trust catalogue (docs/workspace-trust.md);
@@ -272,7 +278,35 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         network=network,
         allow_domains=allow_domains,
         resolve=facts.resolve if network == "proxy" else (),
+        state_guards=guards,
+        state_copies=copies,
+        state_audit=audited,
     )
+
+
+def state_files(adapter: Adapter, caps: Iterable[str], profile: Profile, facts: Facts, host_write: tuple[str, ...]
+                ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The adapter's state_guards, state_copies and state_audit that lie in a host path bound back
+    writable, as the host paths they are there (below the grant's real path: a ~/.codex that is a link into the
+    home guards the files where they really are). A copy's source is its path below
+    facts.state_copies, which the launcher opens without following links."""
+    grants = [_expand(g.path, facts.home) for cid in caps for g in profile.capabilities[cid].paths]
+    guards: set[str] = set()
+    audited: set[str] = set()
+    copies: dict[str, str] = {}
+    for rels, kind in ((adapter.state_guards, "guard"), (adapter.state_copies, "copy"), (adapter.state_audit, "audit")):
+        for rel in rels:
+            lexical = facts.home + "/" + rel.rstrip("/")
+            for grant in grants:
+                real = facts.realpaths.get(grant, grant)
+                if not _inside(lexical, grant) or real not in host_write:
+                    continue
+                path = real + lexical[len(grant):]
+                if kind == "copy":
+                    copies[path] = facts.state_copies + "/" + rel
+                else:
+                    (guards if kind == "guard" else audited).add(path)
+    return tuple(sorted(guards)), tuple(sorted(copies.items())), tuple(sorted(audited))
 
 
 def as_data(policy: Policy) -> dict[str, Any]:
@@ -287,5 +321,5 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Reason codes (DESIGN §2) for every field that differs, in a stable order."""
     codes = {REASONS.get(k, "backend") for k in set(old) | set(new) if old.get(k) != new.get(k)}
     order = ["mode", "profile", "executable", "capabilities", "workspace", "environment", "home",
-             "network", "limits", "backend"]
+             "provider-state", "network", "limits", "backend"]
     return [c for c in order if c in codes]

@@ -48,6 +48,10 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         hint = f"inspect with `tmuxjail show {name}`, then start a new session"
         if "network" in reasons:
             hint = _network_hint(ctx, row, pol)
+        elif "provider-state" in reasons:
+            hint = (f"verified jails now keep the CLI's command files in its state read-only or as a private "
+                    f"copy (docs/provider-state.md): `tmuxjail resume {name} --accept-changes` moves it to "
+                    "that policy; or start a new session")
         raise plan.refuse(row, reasons,
                           f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
                           hint)

@@ -11,7 +11,7 @@ import sys
 from secrets import token_hex
 from typing import TYPE_CHECKING, NamedTuple
 
-from .. import audit, jail, log, restrict, warm
+from .. import audit, jail, log, restrict, stateaudit, warm
 from ..canon import fingerprint
 from ..context import Context
 from ..errors import NotApproved, UsageError
@@ -156,6 +156,7 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     try:
         jail.prepare_dirs(ctx, pol, adapter)
         audit.baseline(store, row.id, workspaces)  # before the jail can change anything
+        stateaudit.baseline(store, row.id, pol.data)  # and the CLI's own state it could (verified)
         spec = jail.write_spec(ctx, row.id, fp, pol, launch, trace=opts.trace)
         argv, options = jail.pane_argv(fp, spec.path), jail.options(row.id, pol, fp)
         if place is not None:

@@ -129,6 +129,7 @@ class Bwrap:
         binds += self._above_guards(policy)
         for flag, path in sorted(binds, key=lambda b: _depth(b[1])):
             out += [flag, path, path]
+        out += _state_binds(policy)
         # Each guarded .git path (README, "Git metadata") read-only onto itself. Not -try: each
         # existed at start; the launcher opens it without following links and refuses one that
         # is gone or is a link.
@@ -168,6 +169,19 @@ class Bwrap:
             if within is None or _under(f, within):
                 out += ["--ro-bind", "/dev/null", f]
         return out
+
+
+def _state_binds(policy: dict[str, Any]) -> list[str]:
+    """The CLI's command files in its state bound back writable (docs/provider-state.md): each
+    guard read-only onto itself (-try: ~/.claude.json may not exist; jail.prepare_dirs creates the
+    ones inside a bound directory, so the jail cannot create them instead), and each private copy
+    over the host's file. A mount point cannot be renamed or removed from inside."""
+    out: list[str] = []
+    for path in sorted(policy.get("state_guards", ()), key=_depth):
+        out += ["--ro-bind-try", path, path]
+    for dest, copy in sorted(policy.get("state_copies", ()), key=lambda c: _depth(c[0])):
+        out += ["--bind", copy, dest]
+    return out
 
 
 def limits(policy: dict[str, Any]) -> dict[str, Any]:

@@ -296,7 +296,7 @@ def _except(root: str, excluded: list[str]) -> str:
 # the profile
 
 _PATH_LISTS = ("install_roots", "workspace_read", "workspace_write", "host_read", "host_write",
-               "protected", "hidden")
+               "protected", "hidden", "state_guards")
 
 
 def canonical(policy: dict[str, Any], host: HostLayout) -> dict[str, Any]:
@@ -464,12 +464,15 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
     keep = _Excl(params)
     writable = [*policy["workspace_write"], *(policy["host_write"] if mode == "verified" else ()),
                 *([private] if private else []), *([tmp] if tmp else []), *TEMP_SUBPATHS]
-    for prot in policy["protected"]:
+    # (And in verified mode the CLI's command files in its state: docs/provider-state.md. Seatbelt
+    # cannot lay a private copy over a file: its state_copies stay writable on macOS.)
+    guards = (*policy["protected"], *(policy.get("state_guards", ()) if mode == "verified" else ()))
+    for prot in guards:
         keep.add("PROTECTED", prot, "dir")
     for root in writable:  # a root inside another (the session temp dir in $TMPDIR) stays put too
         if root not in TEMP_SUBPATHS:
             keep.add("ROOT", root, "file")
-    guarded = [*policy["protected"], *policy["hidden"], *_tmux_dirs(host), *host.tmux_files]
+    guarded = [*guards, *policy["hidden"], *_tmux_dirs(host), *host.tmux_files]
     for target in guarded:
         for root in writable:
             for t in spellings(target):
