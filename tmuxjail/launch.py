@@ -240,6 +240,51 @@ def root_process_limit(policy: dict[str, Any], session_id: str) -> None:
         die(f"cannot put this root-run jail into its pids cgroup: {exc}", EXIT_UNAVAILABLE)
 
 
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+MS_NOSUID, MS_NOEXEC, MS_REC, MS_SLAVE = 2, 8, 1 << 14, 1 << 19
+
+
+def own_namespace(policy: dict[str, Any]) -> None:
+    """The jail's own user and mount namespace, made here and entered before bwrap, which nests
+    its own in it: the kernel checks a per-user count at every namespace level, so the lowered
+    /proc/sys/user/* values (the jail's share, budget.py) bind everything bwrap and the jail make.
+    Set while this process holds the namespace's capabilities; exec drops them (uid != 0), and a
+    root-run bwrap drops them for the jail, whose own namespace is a child of this one: nothing
+    in the jail can raise them again. In the same mount namespace, a devpts of the jail's own with
+    max= (bwrap's has none): the bwrap argv binds it at /dev/pts. Before fd_binds: bwrap can bind
+    from an fd only a mount of its own namespace."""
+    lim = policy.get("limits") or {}
+    counts, ptys = lim.get("user") or [], lim.get("ptys", -1)
+    if not counts and ptys < 0:
+        return  # a policy without the jail's share
+    from .sandbox import libc
+
+    def fail(what: str) -> NoReturn:
+        die(f"cannot give the jail its own user namespace and limits ({what}: "
+            f"{os.strerror(libc.get_errno())}); refusing to start it without them", EXIT_UNAVAILABLE)
+
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
+        fail("unshare")
+    try:
+        # The caller's own ids only, as bwrap maps them in its namespace (root's too: a process
+        # inside may map only itself).
+        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
+                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
+            with open(path, "w") as f:
+                f.write(text)
+        for name, value in counts:
+            with open("/proc/sys/user/" + str(name), "w") as f:
+                f.write(str(int(value)))
+    except (OSError, ValueError) as exc:
+        die(f"cannot give the jail its own user namespace and limits: {exc}; refusing", EXIT_UNAVAILABLE)
+    if libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0:
+        fail("mount propagation")
+    if ptys >= 0 and libc.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
+                                f"newinstance,ptmxmode=0666,mode=620,max={int(ptys)}".encode()) != 0:
+        fail("devpts")
+
+
 def pane_command(python: str, fp: str, spec: str) -> list[str]:
     """The pane's argv: this launcher, from the installed package the caller runs."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -299,6 +344,7 @@ def main(argv: list[str]) -> None:
             landlock.scope_self()
         except OSError as exc:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
+    own_namespace(policy)
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
     store_holds(helper, expected)

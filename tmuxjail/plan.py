@@ -86,7 +86,8 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
         private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=git_paths(workspaces) if mode.strict else (),
-        realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
+        realpaths=host.realpaths(declared), limits=cfg.limits, user_limits=host.user_limits(),
+        network=cfg.network[mode.value],
         env_network=cfg.env_network, resolve=cfg.resolve, allow_ceiling=cfg.allow_domains[mode.value],
         own_install=() if mode.strict else host.own_install(),
     )

@@ -161,6 +161,7 @@ def inputs(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: 
         "config": [str(p.config_file), cfg_digest, {k: os.environ.get(k) for k in ENV_READ}],
         "PATH": ctx.env.get("PATH", os.defpath),
         "sandbox": [bwrap_path, unguarded],
+        "user_limits": host.user_limits(),  # a jail's share of them is in the policy (budget.py)
         "request": {
             "provider": opts.provider, "mode": opts.mode, "resolved_mode": mode.value,
             "workspaces": list(workspaces), "env_name": opts.env_name, "capabilities": list(opts.capabilities),
