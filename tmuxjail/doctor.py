@@ -9,7 +9,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import config, host, netbridge, paths
+from . import budget, config, host, netbridge, paths
 from .errors import TmuxjailError
 from .model import Limits
 from .sandbox import bwrap, landlock, pids, seccomp
@@ -47,17 +47,35 @@ def _cgroup_v2_memory() -> str | None:
 
 
 def limit_checks() -> list[tuple[str, str]]:
-    """What bounds a jail's resources here (defaults and [limits] in the README)."""
-
-    lim = Limits()
+    """What bounds a jail's resources here (docs/resources.md): tmpfs sizes, and the jail's share
+    of each of this user's per-user kernel limits, computed as a start computes it."""
     mib = 1 << 20
+    try:
+        cfg = config.load(paths.get().config_file)
+        caps = Limits(**cfg.limits)
+        have = host.user_limits()
+        lim = budget.jail_limits(caps, have, cfg.limits, cfg.source)
+    except TmuxjailError as exc:  # the config check says what is wrong with it
+        return [("jail share", f"cannot compute: {exc.message}")]
     out = [("tmpfs sizes", f"/tmp, /var/tmp, /dev/shm {lim.tmp_bytes // mib} MiB each, /run {lim.run_bytes // mib} MiB, "
-                           f"verified home {lim.home_bytes // mib} MiB by default ([limits] in the config)")]
-    if os.getuid() == 0:
+                           f"verified home {lim.home_bytes // mib} MiB; every other mount a jail gets is "
+                           "read-only ([limits] in the config)")]
 
+    def of(value: int, user: int) -> str:
+        return f"{'unlimited' if value < 0 else value} of your {'unlimited' if user < 0 else user}"
+
+    counts = [f"processes {of(lim.nproc, have['nproc'])}",
+              f"open files {lim.nofile} per process (x {lim.nproc} within {lim.share} of fs.file-max "
+              f"{have['file_max']})",
+              f"ptys {lim.ptys} of the {have['pty_max'] - have['pty_reserve']} a jail's devpts may use",
+              *(f"{k} {of(getattr(lim, k), have[k])}" for k in budget.RLIMITS),
+              *(f"{name} {value} of your {have['user'][name]}" for name, value in lim.user)]
+    out.append(("jail share", f"each jail takes at most {lim.share} of each per-user limit (limits.share): "
+                + "; ".join(counts)))
+    if os.getuid() == 0:
         found = pids.hierarchy()
         out.append(("process limit", f"{lim.nproc} per root-run jail, in a pids cgroup under {found[0]}/{pids.GROUP} "
-                                     "(the kernel ignores RLIMIT_NPROC for uid 0)" if found else
+                                     "(the kernel does not hold root to RLIMIT_NPROC everywhere)" if found else
                     "none for root-run jails: no pids cgroup controller here, and the kernel ignores "
                     f'RLIMIT_NPROC for uid 0; starts refuse unless accept_missing_guards = ["{pids.GUARD}"]'))
     else:

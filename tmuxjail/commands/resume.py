@@ -48,6 +48,10 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         hint = f"inspect with `tmuxjail show {name}`, then start a new session"
         if "network" in reasons:
             hint = _network_hint(ctx, row, pol)
+        elif "limits" in reasons:
+            hint = (f"the jail's limits differ today: the config's [limits], your own per-user limits (ulimit), "
+                    f"or a session from before jails got a share of them (docs/resources.md); "
+                    f"`tmuxjail resume {name} --accept-changes` runs it under today's, or start a new session")
         raise plan.refuse(row, reasons,
                           f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
                           hint)
