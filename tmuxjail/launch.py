@@ -114,8 +114,10 @@ def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], pro
     from .canon import canonical_json
 
     proxy = {"allow_domains": policy.get("allow_domains", []), "resolve": policy.get("resolve", [])}
+    nproc = (policy.get("limits") or {}).get("nproc")
     data = canonical_json({"store": str(spec["store"]), "session_id": str(spec["session_id"]),
-                           "detach": spec.get("trace") is not None, "proxy": proxy if proxied else None}).encode()
+                           "detach": spec.get("trace") is not None, "proxy": proxy if proxied else None,
+                           "nproc": nproc if isinstance(nproc, int) else None}).encode()
     try:
         while data:
             data = data[os.write(helper.ask, data):]
@@ -155,6 +157,13 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         if os.getuid() == 0:
             from .sandbox import pids
 
+            if early is not None and req.get("nproc") and pids.hierarchy() is not None:
+                # The proxy's threads count toward the jail's pids.max (a root-run proxy is held to
+                # no RLIMIT_NPROC): it joins the group its launcher joins (root_process_limit).
+                try:
+                    pids.join(int(req["nproc"]), pids_group(str(req["session_id"]), parent))
+                except OSError:
+                    pass  # it still serves at most netproxy.MAX_CONNECTIONS, 2 threads each
             if early is None:
                 for fd in (0, 1, 2):  # nobody waits for the sweep on the pane's terminal
                     os.close(fd)
@@ -233,9 +242,8 @@ def root_process_limit(policy: dict[str, Any], session_id: str) -> None:
     nproc = (policy.get("limits") or {}).get("nproc")
     if not nproc or pids.hierarchy() is None:
         return
-    name = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] + f"-{os.getpid()}"
     try:
-        pids.join(int(nproc), name)
+        pids.join(int(nproc), pids_group(session_id, os.getpid()))
     except OSError as exc:
         die(f"cannot put this root-run jail into its pids cgroup: {exc}", EXIT_UNAVAILABLE)
 
@@ -283,6 +291,11 @@ def own_namespace(policy: dict[str, Any]) -> None:
     if ptys >= 0 and libc.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
                                 f"newinstance,ptmxmode=0666,mode=620,max={int(ptys)}".encode()) != 0:
         fail("devpts")
+
+
+def pids_group(session_id: str, launcher: int) -> str:
+    """The pids cgroup of a root-run launch: its launcher, bwrap, the jail, and the proxy."""
+    return "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] + f"-{launcher}"
 
 
 def pane_command(python: str, fp: str, spec: str) -> list[str]:

@@ -371,3 +371,27 @@ def test_queued_signals_the_user_keeps_a_budget(world, mode):
         """)], capture_output=True, text=True, timeout=30)
         assert probe.stdout.strip() == "queued", probe
     env.unchanged()
+
+
+def test_a_root_run_proxy_counts_toward_the_jails_process_bound(world):
+    """Root is held to no RLIMIT_NPROC: the session's proxy (the launcher's helper child, outside
+    the jail) joins the jail's pids cgroup, so its threads count toward the same pids.max."""
+    from tmuxjail.sandbox import pids
+
+    if os.getuid() != 0 or pids.hierarchy() is None:
+        pytest.skip("root-run jails with a pids cgroup controller only (a user's proxy counts toward the user's RLIMIT_NPROC)")
+    env = world
+    jail = Jail(env, "isolated", extra=("--network", "proxy"))
+    jail.sh("true")
+    pane = int(env.tmux("display-message", "-p", "-t", "=j:", "#{pane_pid}").strip())
+
+    def pids_line(pid: int) -> str:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        return next((ln for ln in lines if ":pids:" in ln), lines[0]).split(":", 2)[2]
+
+    helpers = [int(c) for c in Path(f"/proc/{pane}/task/{pane}/children").read_text().split()
+               if b"tmuxjail.launch" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    assert helpers, "no proxy process under the pane"
+    group = pids_line(pane)
+    assert f"/{pids.GROUP}/" in group and all(pids_line(h) == group for h in helpers), (group, helpers)
+    env.unchanged()
