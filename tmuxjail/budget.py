@@ -23,6 +23,11 @@ USER_COUNTS = (
 # bubblewrap itself makes a few namespaces of each kind inside the jail's own user namespace.
 NAMESPACE_FLOOR = 4
 RLIMITS = ("sigpending", "msgqueue", "memlock")  # per-user rlimits the kernel counts per namespace
+# The launcher's own user and mount namespace for the jail (launch.own_namespace), which holds the
+# /proc/sys/user/* shares and the pty share. A host that refuses it (e.g. AppArmor's
+# restrict_unprivileged_userns for anything but bwrap) refuses starts unless the config accepts
+# the gap; the policy then records no such shares.
+GUARD = "jail-namespace-limits"
 
 
 def part(limit: int, share: float, floor: int = 1) -> int:
@@ -32,7 +37,8 @@ def part(limit: int, share: float, floor: int = 1) -> int:
     return min(limit, max(floor, int(limit * share)))
 
 
-def jail_limits(caps: Limits, host: dict[str, Any], asked: dict[str, Any], source: str) -> Limits:
+def jail_limits(caps: Limits, host: dict[str, Any], asked: dict[str, Any], source: str,
+                namespace: bool = True) -> Limits:
     """The jail's limits: caps (defaults and the config's [limits]) bounded by `share` of the
     user's real limits in host (host.user_limits()). A count the config asks for that the
     user's own limit cannot give is a ConfigError."""
@@ -48,9 +54,9 @@ def jail_limits(caps: Limits, host: dict[str, Any], asked: dict[str, Any], sourc
     # Each of nproc processes may hold nofile files: together within the share of the system's
     # file table (fs.file-max), which every user shares.
     nofile = min(caps.nofile, user_nofile, max(1, part(host["file_max"], share) // nproc))
-    ptys = part(max(0, host["pty_max"] - host["pty_reserve"]), share)
+    ptys = part(max(0, host["pty_max"] - host["pty_reserve"]), share) if namespace else UNLIMITED
     user = tuple((name, part(host["user"][name], share, NAMESPACE_FLOOR if name.endswith("namespaces") else 1))
-                 for name in USER_COUNTS if name in host["user"])
+                 for name in USER_COUNTS if name in host["user"] and namespace)
     return caps.model_copy(update={
         "nproc": nproc, "nofile": nofile, "ptys": ptys, "user": user,
         **{k: part(host[k], share) for k in RLIMITS},

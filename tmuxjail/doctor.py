@@ -9,7 +9,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import budget, config, host, netbridge, paths
+from . import budget, config, host, launch, netbridge, paths
 from .errors import TmuxjailError
 from .model import Limits
 from .sandbox import bwrap, landlock, pids, seccomp
@@ -44,6 +44,33 @@ def _cgroup_v2_memory() -> str | None:
             if "memory" in (_read(d + "/cgroup.controllers") or "").split() and os.access(d, os.W_OK):
                 return d
     return None
+
+
+def namespace_limits() -> tuple[bool, str]:
+    """Can the launcher give a jail its own user and mount namespace here, with the share of
+    /proc/sys/user/* and a devpts of its own (launch.enter_own_namespace)? Tried in a child."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            try:
+                now = Path("/proc/sys/user/max_inotify_instances").read_text().strip()
+                launch.enter_own_namespace([("max_inotify_instances", int(now))], 1)
+                msg = "ok"
+            except (OSError, ValueError) as exc:
+                msg = f"{getattr(exc, 'filename', None) or 'setup'}: {getattr(exc, 'strerror', None) or exc}"
+            os.write(w, msg.encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    answer = os.read(r, 4096).decode(errors="replace")
+    os.close(r)
+    os.waitpid(pid, 0)
+    if answer == "ok":
+        return True, ("the launcher gives each jail a user and mount namespace of its own, with its share "
+                      "of /proc/sys/user/* and a devpts with max=")
+    return False, f"cannot give a jail its own user and mount namespace ({answer or 'no answer'})"
 
 
 def limit_checks() -> list[tuple[str, str]]:
@@ -128,6 +155,12 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         required=False)
     for name, detail in limit_checks():
         add(name, True, detail, required=False)
+    ok, detail = namespace_limits()
+    accepted = budget.GUARD in _accepted()
+    add("jail namespace limits", ok or accepted, detail + (" (accepted in the config: jails share the user's "
+        "inotify, fanotify, namespace and pty counts)" if accepted and not ok else ""),
+        "allow unprivileged user namespaces for python3 (e.g. an AppArmor profile granting `userns`), or accept "
+        f'the gap: accept_missing_guards = ["{budget.GUARD}"] in the config')
 
     home = paths.home_problem(env)
     add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
@@ -177,6 +210,13 @@ def _socket_dir(socket: str) -> tuple[bool, str, str]:
     parent = os.path.dirname(d)
     ok = os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)
     return ok, f"{d} (tmux creates it)" if ok else f"{d}: {parent} is not writable", fix
+
+
+def _accepted() -> tuple[str, ...]:
+    try:
+        return config.load(paths.get().config_file).accept_missing_guards
+    except TmuxjailError:
+        return ()
 
 
 def _config() -> tuple[bool, str, str]:

@@ -264,33 +264,40 @@ def own_namespace(policy: dict[str, Any]) -> None:
     lim = policy.get("limits") or {}
     counts, ptys = lim.get("user") or [], lim.get("ptys", -1)
     if not counts and ptys < 0:
-        return  # a policy without the jail's share
+        return  # a policy without the jail's share (or one whose config accepts its absence)
+    try:
+        enter_own_namespace(counts, int(ptys))
+    except (OSError, ValueError) as exc:
+        die(f"cannot give the jail its own user namespace and limits ({getattr(exc, 'filename', None) or 'limits'}: "
+            f"{getattr(exc, 'strerror', None) or exc}); refusing to start it without them (see `tmuxjail doctor`; "
+            'to run jails without them: accept_missing_guards = ["jail-namespace-limits"] in the config)',
+            EXIT_UNAVAILABLE)
+
+
+def enter_own_namespace(counts: list[Any], ptys: int) -> None:
+    """own_namespace()'s work (also tried by `tmuxjail doctor`, in a child); OSError names the step."""
     from .sandbox import libc
 
-    def fail(what: str) -> NoReturn:
-        die(f"cannot give the jail its own user namespace and limits ({what}: "
-            f"{os.strerror(libc.get_errno())}); refusing to start it without them", EXIT_UNAVAILABLE)
+    def check(rc: int, what: str) -> None:
+        if rc != 0:
+            err = libc.get_errno()
+            raise OSError(err, os.strerror(err), what)
 
     uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
-        fail("unshare")
-    try:
-        # The caller's own ids only, as bwrap maps them in its namespace (root's too: a process
-        # inside may map only itself).
-        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
-                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
-            with open(path, "w") as f:
-                f.write(text)
-        for name, value in counts:
-            with open("/proc/sys/user/" + str(name), "w") as f:
-                f.write(str(int(value)))
-    except (OSError, ValueError) as exc:
-        die(f"cannot give the jail its own user namespace and limits: {exc}; refusing", EXIT_UNAVAILABLE)
-    if libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0:
-        fail("mount propagation")
-    if ptys >= 0 and libc.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
-                                f"newinstance,ptmxmode=0666,mode=620,max={int(ptys)}".encode()) != 0:
-        fail("devpts")
+    check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
+    # The caller's own ids only, as bwrap maps them in its namespace (root's too: a process inside
+    # may map only itself).
+    for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
+                       ("/proc/self/gid_map", f"{gid} {gid} 1")):
+        with open(path, "w") as f:
+            f.write(text)
+    for name, value in counts:
+        with open("/proc/sys/user/" + str(name), "w") as f:
+            f.write(str(int(value)))
+    check(libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount propagation")
+    if ptys >= 0:
+        check(libc.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
+                         f"newinstance,ptmxmode=0666,mode=620,max={ptys}".encode()), "devpts")
 
 
 def pids_group(session_id: str, launcher: int) -> str:

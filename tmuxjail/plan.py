@@ -9,8 +9,8 @@ import pwd
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import budget, host, identity, policy, profiles, restrict
 from . import config as config_mod
-from . import host, identity, policy, profiles, restrict
 from .adapters import Adapter
 from .adapters import get as get_adapter
 from .approvals import find as find_approval
@@ -87,6 +87,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, git_paths=git_paths(workspaces) if mode.strict else (),
         realpaths=host.realpaths(declared), limits=cfg.limits, user_limits=host.user_limits(),
+        namespace_limits=budget.GUARD not in cfg.accept_missing_guards,
         network=cfg.network[mode.value],
         env_network=cfg.env_network, resolve=cfg.resolve, allow_ceiling=cfg.allow_domains[mode.value],
         own_install=() if mode.strict else host.own_install(),

@@ -81,6 +81,7 @@ class Facts:
     limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of model.Limits
     # The user's real per-user limits (host.user_limits()); empty: the defaults of model.Limits.
     user_limits: dict[str, Any] = field(default_factory=dict)
+    namespace_limits: bool = True  # False: the config accepts budget.GUARD missing
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
     env_network: str | None = None  # TMUXJAIL_NETWORK, when set (what narrowed `network`)
     resolve: tuple[tuple[str, str, bool], ...] = ()  # the config's [network.resolve] (proxy only)
@@ -277,7 +278,8 @@ def _limits(facts: Facts) -> Limits:
     caps = Limits(**facts.limits)
     if not facts.user_limits:
         return caps
-    return budget.jail_limits(caps, facts.user_limits, facts.limits, facts.config_dir + "/config.toml")
+    return budget.jail_limits(caps, facts.user_limits, facts.limits, facts.config_dir + "/config.toml",
+                              facts.namespace_limits)
 
 
 def as_data(policy: Policy) -> dict[str, Any]:

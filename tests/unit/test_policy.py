@@ -460,3 +460,12 @@ def test_every_setup_mount_is_sealed_read_only():
         first_seal = opts.index("--remount-ro", last_mount)
         want = {"/tmp/tmux-1000", *pol["hidden"]} if mode == "compatibility" else {"/"}
         assert want <= {opts[i + 1] for i in range(first_seal, len(opts) - 1) if opts[i] == "--remount-ro"}, opts
+
+
+def test_a_config_accepting_no_namespace_of_its_own_records_no_such_share():
+    """accept_missing_guards = ["jail-namespace-limits"]: the policy says the jail gets no share of
+    /proc/sys/user/* nor ptys (so the launcher makes no namespace), and bwrap keeps its devpts."""
+    pol = resolve(user_limits=USER_LIMITS, namespace_limits=False)
+    assert pol["limits"]["user"] == [] and pol["limits"]["ptys"] == -1 and pol["limits"]["nproc"] == 1024
+    assert "--dev-bind" not in Bwrap().wrap(pol, ["x"], LAYOUT)
+    assert policy.fingerprint(pol) != policy.fingerprint(resolve(user_limits=USER_LIMITS))

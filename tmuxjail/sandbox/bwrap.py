@@ -82,8 +82,8 @@ class Bwrap:
 
     @staticmethod
     def _sealed(out: list[str], sealed: Iterable[str]) -> list[str]:
-        """The last setup step (SEAL): the given mount points remounted read-only, once every
-        mount point under them exists. Nothing bwrap made for the jail stays writable storage."""
+        """The last setup steps: the given mount points remounted read-only, once every mount
+        point under them exists (seal_start), so none of them is writable storage in the jail."""
         for path in sealed:
             out += ["--remount-ro", path]
         return out
