@@ -56,7 +56,7 @@ def jail_limits(caps: Limits, host: dict[str, Any], asked: dict[str, Any], sourc
     nofile = min(caps.nofile, user_nofile, max(1, part(host["file_max"], share) // nproc))
     ptys = part(max(0, host["pty_max"] - host["pty_reserve"]), share) if namespace else UNLIMITED
     user = tuple((name, part(host["user"][name], share, NAMESPACE_FLOOR if name.endswith("namespaces") else 1))
-                 for name in USER_COUNTS if name in host["user"] and namespace)
+                 for name in USER_COUNTS if namespace and host["user"].get(name, -1) >= 0)
     return caps.model_copy(update={
         "nproc": nproc, "nofile": nofile, "ptys": ptys, "user": user,
         **{k: part(host[k], share) for k in RLIMITS},
