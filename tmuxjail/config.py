@@ -20,7 +20,8 @@ TRACE_CAP = 256 << 20
 TRACE_CAP_MIN = 1 << 20
 # [limits] key -> (model.Limits field, smallest value accepted)
 LIMITS = {"tmp": ("tmp_bytes", 1 << 20), "run": ("run_bytes", 1 << 20), "home": ("home_bytes", 1 << 20),
-          "nproc": ("nproc", 16)}
+          "nproc": ("nproc", 16), "nofile": ("nofile", 64)}
+COUNTS = ("nproc", "nofile")  # plain counts, no size units
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 NETWORKS = ("none", "proxy", "host")  # narrowest first
 # Compatibility keeps the host's network; strict modes go out only through the session's
@@ -92,23 +93,31 @@ def _discover(raw: object, source: str) -> int:
 
 
 def _limits(raw: object, source: str) -> dict[str, Any]:
-    """[limits] tmp/run/home = bytes or "16M"/"1G"; nproc = a count."""
+    """[limits] tmp/run/home = bytes or "16M"/"1G"; nproc, nofile = counts (each also bounded by
+    the share of the user's own limit: budget.py); share = the fraction of each per-user count a
+    jail may take, 0 < share < 1."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: limits: must be a table")
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in raw.items():
+        if key == "share":
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+                raise ConfigError(f"{source}: limits.share: must be a fraction between 0 and 1 (e.g. 0.25), "
+                                  "the part of each of your per-user limits one jail may take")
+            out["share"] = float(value)
+            continue
         if key not in LIMITS:
-            raise ConfigError(f"{source}: limits.{key}: unknown (known: {', '.join(LIMITS)})")
+            raise ConfigError(f"{source}: limits.{key}: unknown (known: {', '.join([*LIMITS, 'share'])})")
         name, least = LIMITS[key]
         n = value
-        if isinstance(value, str) and key != "nproc":
+        if isinstance(value, str) and key not in COUNTS:
             num, unit = value[:-1], value[-1:].upper()
             if unit not in _UNITS or unit == "":
                 num, unit = value, ""
             n = int(num) * _UNITS[unit] if num.isdigit() else None
         if not isinstance(n, int) or isinstance(n, bool) or n < least:
             raise ConfigError(f"{source}: limits.{key}: must be a whole number of at least {least}"
-                             + ("" if key == "nproc" else ' bytes (or "16M", "1G")'))
+                             + ("" if key in COUNTS else ' bytes (or "16M", "1G")'))
         out[name] = n
     return out
 

@@ -9,7 +9,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import config, host, netbridge, paths
+from . import budget, config, host, launch, netbridge, paths
 from .errors import TmuxjailError
 from .model import Limits
 from .sandbox import bwrap, landlock, pids, seccomp
@@ -46,18 +46,63 @@ def _cgroup_v2_memory() -> str | None:
     return None
 
 
+def namespace_limits() -> tuple[bool, str]:
+    """Can the launcher give a jail its own user and mount namespace here, with the share of
+    /proc/sys/user/* and a devpts of its own (launch.enter_own_namespace)? Tried in a child."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            try:
+                now = Path("/proc/sys/user/max_inotify_instances").read_text().strip()
+                launch.enter_own_namespace([("max_inotify_instances", int(now))], 1)
+                msg = "ok"
+            except (OSError, ValueError) as exc:
+                msg = f"{getattr(exc, 'filename', None) or 'setup'}: {getattr(exc, 'strerror', None) or exc}"
+            os.write(w, msg.encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    answer = os.read(r, 4096).decode(errors="replace")
+    os.close(r)
+    os.waitpid(pid, 0)
+    if answer == "ok":
+        return True, ("the launcher gives each jail a user and mount namespace of its own, with its share "
+                      "of /proc/sys/user/* and a devpts with max=")
+    return False, f"cannot give a jail its own user and mount namespace ({answer or 'no answer'})"
+
+
 def limit_checks() -> list[tuple[str, str]]:
-    """What bounds a jail's resources here (defaults and [limits] in the README)."""
-
-    lim = Limits()
+    """What bounds a jail's resources here (docs/resources.md): tmpfs sizes, and the jail's share
+    of each of this user's per-user kernel limits, computed as a start computes it."""
     mib = 1 << 20
+    try:
+        cfg = config.load(paths.get().config_file)
+        caps = Limits(**cfg.limits)
+        have = host.user_limits()
+        lim = budget.jail_limits(caps, have, cfg.limits, cfg.source)
+    except TmuxjailError as exc:  # the config check says what is wrong with it
+        return [("jail share", f"cannot compute: {exc.message}")]
     out = [("tmpfs sizes", f"/tmp, /var/tmp, /dev/shm {lim.tmp_bytes // mib} MiB each, /run {lim.run_bytes // mib} MiB, "
-                           f"verified home {lim.home_bytes // mib} MiB by default ([limits] in the config)")]
-    if os.getuid() == 0:
+                           f"verified home {lim.home_bytes // mib} MiB; every other mount a jail gets is "
+                           "read-only ([limits] in the config)")]
 
+    def of(value: int, user: int) -> str:
+        return f"{'unlimited' if value < 0 else value} of your {'unlimited' if user < 0 else user}"
+
+    counts = [f"processes {of(lim.nproc, have['nproc'])}",
+              f"open files {lim.nofile} per process (x {lim.nproc} within {lim.share} of fs.file-max "
+              f"{have['file_max']})",
+              f"ptys {lim.ptys} of the {have['pty_max'] - have['pty_reserve']} a jail's devpts may use",
+              *(f"{k} {of(getattr(lim, k), have[k])}" for k in budget.RLIMITS),
+              *(f"{name} {value} of your {have['user'][name]}" for name, value in lim.user)]
+    out.append(("jail share", f"each jail takes at most {lim.share} of each per-user limit (limits.share): "
+                + "; ".join(counts)))
+    if os.getuid() == 0:
         found = pids.hierarchy()
         out.append(("process limit", f"{lim.nproc} per root-run jail, in a pids cgroup under {found[0]}/{pids.GROUP} "
-                                     "(the kernel ignores RLIMIT_NPROC for uid 0)" if found else
+                                     "(the kernel does not hold root to RLIMIT_NPROC everywhere)" if found else
                     "none for root-run jails: no pids cgroup controller here, and the kernel ignores "
                     f'RLIMIT_NPROC for uid 0; starts refuse unless accept_missing_guards = ["{pids.GUARD}"]'))
     else:
@@ -110,6 +155,12 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         required=False)
     for name, detail in limit_checks():
         add(name, True, detail, required=False)
+    ok, detail = namespace_limits()
+    accepted = budget.GUARD in _accepted()
+    add("jail namespace limits", ok or accepted, detail + (" (accepted in the config: jails share the user's "
+        "inotify, fanotify, namespace and pty counts)" if accepted and not ok else ""),
+        "allow unprivileged user namespaces for python3 (e.g. an AppArmor profile granting `userns`), or accept "
+        f'the gap: accept_missing_guards = ["{budget.GUARD}"] in the config')
 
     home = paths.home_problem(env)
     add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
@@ -159,6 +210,13 @@ def _socket_dir(socket: str) -> tuple[bool, str, str]:
     parent = os.path.dirname(d)
     ok = os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)
     return ok, f"{d} (tmux creates it)" if ok else f"{d}: {parent} is not writable", fix
+
+
+def _accepted() -> tuple[str, ...]:
+    try:
+        return config.load(paths.get().config_file).accept_missing_guards
+    except TmuxjailError:
+        return ()
 
 
 def _config() -> tuple[bool, str, str]:

@@ -11,11 +11,12 @@ import subprocess
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import tmuxjail
 
 from . import gitconfig, trust
+from .budget import USER_COUNTS
 from .sandbox import HostLayout
 from .sandbox.bwrap import FIXED_PATHS, TOP_LINKS
 
@@ -516,6 +517,36 @@ def _writable(path: str) -> bool:
         return True  # cannot tell: protect it
 
 
+
+
+def _proc_int(path: str, default: int) -> int:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def user_limits() -> dict[str, Any]:
+    """The user's real per-user kernel limits, which a jail gets a share of (budget.jail_limits):
+    soft rlimits (-1: unlimited), the system's file table and pty pool, and /proc/sys/user/*."""
+    import resource
+
+    def soft(which: int) -> int:
+        cur = resource.getrlimit(which)[0]
+        return -1 if cur == resource.RLIM_INFINITY else cur
+
+    big = 1 << 62
+    return {
+        "nproc": soft(resource.RLIMIT_NPROC), "nofile": soft(resource.RLIMIT_NOFILE),
+        "sigpending": soft(resource.RLIMIT_SIGPENDING), "msgqueue": soft(resource.RLIMIT_MSGQUEUE),
+        "memlock": soft(resource.RLIMIT_MEMLOCK),
+        "file_max": _proc_int("/proc/sys/fs/file-max", big), "nr_open": _proc_int("/proc/sys/fs/nr_open", 1 << 20),
+        "threads_max": _proc_int("/proc/sys/kernel/threads-max", big),
+        "pty_max": _proc_int("/proc/sys/kernel/pty/max", 4096), "pty_reserve": _proc_int("/proc/sys/kernel/pty/reserve", 1024),
+        "user": {name: _proc_int(f"/proc/sys/user/{name}", -1) for name in USER_COUNTS
+                 if os.path.exists(f"/proc/sys/user/{name}")},
+    }
 
 
 def realpaths(paths) -> dict[str, str]:

@@ -128,9 +128,11 @@ def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], pro
     from .canon import canonical_json
 
     proxy = {"allow_domains": policy.get("allow_domains", []), "resolve": policy.get("resolve", [])}
+    nproc = (policy.get("limits") or {}).get("nproc")
     data = canonical_json({"store": str(spec["store"]), "session_id": str(spec["session_id"]),
                            "detach": spec.get("trace") is not None, "proxy": proxy if proxied else None,
-                           "files": files or []}).encode()
+                           "files": files or [],
+                           "nproc": nproc if isinstance(nproc, int) else None}).encode()
     try:
         while data:
             data = data[os.write(helper.ask, data):]
@@ -173,6 +175,13 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         if os.getuid() == 0:
             from .sandbox import pids
 
+            if early is not None and req.get("nproc") and pids.hierarchy() is not None:
+                # The proxy's threads count toward the jail's pids.max (a root-run proxy is held to
+                # no RLIMIT_NPROC): it joins the group its launcher joins (root_process_limit).
+                try:
+                    pids.join(int(req["nproc"]), pids_group(str(req["session_id"]), parent))
+                except OSError:
+                    pass  # it still serves at most netproxy.MAX_CONNECTIONS, 2 threads each
             if early is None:
                 for fd in (0, 1, 2):  # nobody waits for the sweep on the pane's terminal
                     os.close(fd)
@@ -254,11 +263,67 @@ def root_process_limit(policy: dict[str, Any], session_id: str) -> None:
     nproc = (policy.get("limits") or {}).get("nproc")
     if not nproc or pids.hierarchy() is None:
         return
-    name = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] + f"-{os.getpid()}"
     try:
-        pids.join(int(nproc), name)
+        pids.join(int(nproc), pids_group(session_id, os.getpid()))
     except OSError as exc:
         die(f"cannot put this root-run jail into its pids cgroup: {exc}", EXIT_UNAVAILABLE)
+
+
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+MS_NOSUID, MS_NOEXEC, MS_REC, MS_SLAVE = 2, 8, 1 << 14, 1 << 19
+
+
+def own_namespace(policy: dict[str, Any]) -> None:
+    """The jail's own user and mount namespace, made here and entered before bwrap, which nests
+    its own in it: the kernel checks a per-user count at every namespace level, so the lowered
+    /proc/sys/user/* values (the jail's share, budget.py) bind everything bwrap and the jail make.
+    Set while this process holds the namespace's capabilities; exec drops them (uid != 0), and a
+    root-run bwrap drops them for the jail, whose own namespace is a child of this one: nothing
+    in the jail can raise them again. In the same mount namespace, a devpts of the jail's own with
+    max= (bwrap's has none): the bwrap argv binds it at /dev/pts. Before fd_binds: bwrap can bind
+    from an fd only a mount of its own namespace."""
+    lim = policy.get("limits") or {}
+    counts, ptys = lim.get("user") or [], lim.get("ptys", -1)
+    if not counts and ptys < 0:
+        return  # a policy without the jail's share (or one whose config accepts its absence)
+    try:
+        enter_own_namespace(counts, int(ptys))
+    except (OSError, ValueError) as exc:
+        die(f"cannot give the jail its own user namespace and limits ({getattr(exc, 'filename', None) or 'limits'}: "
+            f"{getattr(exc, 'strerror', None) or exc}); refusing to start it without them (see `tmuxjail doctor`; "
+            'to run jails without them: accept_missing_guards = ["jail-namespace-limits"] in the config)',
+            EXIT_UNAVAILABLE)
+
+
+def enter_own_namespace(counts: list[Any], ptys: int) -> None:
+    """own_namespace()'s work (also tried by `tmuxjail doctor`, in a child); OSError names the step."""
+    from .sandbox import libc
+
+    def check(rc: int, what: str) -> None:
+        if rc != 0:
+            err = libc.get_errno()
+            raise OSError(err, os.strerror(err), what)
+
+    uid, gid = os.getuid(), os.getgid()
+    check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
+    # The caller's own ids only, as bwrap maps them in its namespace (root's too: a process inside
+    # may map only itself).
+    for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
+                       ("/proc/self/gid_map", f"{gid} {gid} 1")):
+        with open(path, "w") as f:
+            f.write(text)
+    for name, value in counts:
+        with open("/proc/sys/user/" + str(name), "w") as f:
+            f.write(str(int(value)))
+    check(libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount propagation")
+    if ptys >= 0:
+        check(libc.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC,
+                         f"newinstance,ptmxmode=0666,mode=620,max={ptys}".encode()), "devpts")
+
+
+def pids_group(session_id: str, launcher: int) -> str:
+    """The pids cgroup of a root-run launch: its launcher, bwrap, the jail, and the proxy."""
+    return "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] + f"-{launcher}"
 
 
 def pane_command(python: str, fp: str, spec: str) -> list[str]:
@@ -323,6 +388,7 @@ def main(argv: list[str]) -> None:
             landlock.scope_self()
         except OSError as exc:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
+    own_namespace(policy)
     bwrap, *rest = spec["argv"]
     rest, bind_fds = fd_binds(rest, policy)
     exe_checked(exe, store_holds(helper, expected))

@@ -118,7 +118,18 @@ class Limits(_Frozen):
     tmp_bytes: int = 1 << 30  # each of /tmp, /var/tmp, /dev/shm
     run_bytes: int = 64 << 20  # /run
     home_bytes: int = 1 << 30  # the tmpfs home of verified mode
-    nproc: int = 4096  # RLIMIT_NPROC inside the jail's user namespace (threads count too)
+    # The jail's share of each per-user kernel count (budget.py, docs/resources.md): the fraction
+    # of the user's own limit it may take; the rest stays the user's. In a policy, the fields
+    # below are the values computed at start from the real limits (-1: the user has none).
+    share: float = 0.25
+    nproc: int = 1024  # processes and threads (RLIMIT_NPROC; a pids cgroup for root); at most this
+    nofile: int = 65536  # open files per process (RLIMIT_NOFILE); nproc x nofile within the share of fs.file-max
+    sigpending: int = -1  # RLIMIT_SIGPENDING (queued signals, per user)
+    msgqueue: int = -1  # RLIMIT_MSGQUEUE (bytes of POSIX message queues, per user)
+    memlock: int = -1  # RLIMIT_MEMLOCK (locked shared memory, per user)
+    ptys: int = -1  # ptys of the jail's own devpts (max=)
+    # /proc/sys/user/<name> = value in the jail's own user namespace (inotify, fanotify, namespaces)
+    user: tuple[tuple[str, int], ...] = ()
     memory: str = "none"  # no mechanism used yet: see `tmuxjail doctor`
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from .sandbox.bwrap import seal_start
+
 PORT = 3128
 SOCKET = "/run/tmuxjail/proxy.sock"  # strict modes: /run is the jail's own tmpfs
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
@@ -127,8 +129,9 @@ def wire(args: list[str], policy: dict, sock_host: str, python: str, code_fd: in
     from code_fd) bound in, and the command run under the bridge: after the process limit's
     prefix (prlimit ... --), so the bridge counts too."""
     i = args.index("--")
-    opts, cmd = args[:i], args[i + 1:]
+    k = seal_start(args)  # before the read-only remounts: the mount points are made in there
+    opts, sealing, cmd = args[:k], args[k:i], args[i + 1:]
     sock, code = jail_paths(policy, sock_host)
     j = cmd.index("--") + 1 if cmd and cmd[0].endswith("prlimit") and "--" in cmd else 0
-    return [*opts, "--ro-bind", sock_host, sock, "--ro-bind-data", str(code_fd), code,
+    return [*opts, "--ro-bind", sock_host, sock, "--ro-bind-data", str(code_fd), code, *sealing,
             "--", *cmd[:j], *command(python, code, sock, cmd[j:])]

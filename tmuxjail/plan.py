@@ -9,7 +9,7 @@ import pwd
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import catalogue, host, identity, policy, profiles, restrict
+from . import budget, catalogue, host, identity, policy, profiles, restrict
 from . import config as config_mod
 from .adapters import Adapter
 from .adapters import get as get_adapter
@@ -86,7 +86,9 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
         private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
         backend="none" if unguarded else backend.name, executable=resolved,
         allowed_modes=cfg.allowed_modes, **guard_facts(workspaces, mode.strict),
-        realpaths=host.realpaths(declared), limits=cfg.limits, network=cfg.network[mode.value],
+        realpaths=host.realpaths(declared), limits=cfg.limits, user_limits=host.user_limits(),
+        namespace_limits=budget.GUARD not in cfg.accept_missing_guards,
+        network=cfg.network[mode.value],
         env_network=cfg.env_network, resolve=cfg.resolve, allow_ceiling=cfg.allow_domains[mode.value],
         own_install=() if mode.strict else host.own_install(),
         state_copies=str(p.state_copies(provider, env_name, workspaces[0] if workspaces else None)),

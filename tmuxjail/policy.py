@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from . import netpolicy
+from . import budget, netpolicy
 from .canon import fingerprint as _fingerprint
 from .config import NETWORKS, network_fix
 from .errors import NotApproved, UsageError
@@ -82,6 +82,9 @@ class Facts:
     trust_paths: tuple[str, ...] = ()
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
     limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of model.Limits
+    # The user's real per-user limits (host.user_limits()); empty: the defaults of model.Limits.
+    user_limits: dict[str, Any] = field(default_factory=dict)
+    namespace_limits: bool = True  # False: the config accepts budget.GUARD missing
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
     env_network: str | None = None  # TMUXJAIL_NETWORK, when set (what narrowed `network`)
     resolve: tuple[tuple[str, str, bool], ...] = ()  # the config's [network.resolve] (proxy only)
@@ -274,7 +277,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         env_names=env_names,
         env_set=tuple(sorted(env_set.items())),
         capabilities=caps,
-        limits=Limits(**facts.limits),
+        limits=_limits(facts),
         network=network,
         allow_domains=allow_domains,
         resolve=facts.resolve if network == "proxy" else (),
@@ -307,6 +310,14 @@ def state_files(adapter: Adapter, caps: Iterable[str], profile: Profile, facts: 
                 else:
                     (guards if kind == "guard" else audited).add(path)
     return tuple(sorted(guards)), tuple(sorted(copies.items())), tuple(sorted(audited))
+
+
+def _limits(facts: Facts) -> Limits:
+    caps = Limits(**facts.limits)
+    if not facts.user_limits:
+        return caps
+    return budget.jail_limits(caps, facts.user_limits, facts.limits, facts.config_dir + "/config.toml",
+                              facts.namespace_limits)
 
 
 def as_data(policy: Policy) -> dict[str, Any]:

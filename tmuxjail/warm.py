@@ -5,7 +5,8 @@ imported only on a miss.
 
 An entry is used only when all of these are what they were when it was made:
 - the key: a digest of tmuxjail's installed files (stat identity: a reinstall or an edited source
-  misses), the Python and pydantic it runs on, the uid, gid, groups and passwd entry, the machine,
+  misses), the Python and pydantic it runs on, the uid, gid, groups and passwd entry, the user's
+  per-user limits (host.user_limits: a jail's share of them is in the policy), the machine,
   every path of ours, the config's bytes and the TMUXJAIL_* variables it reads, PATH, the
   sandbox this host gives the mode, and every part of the request that reaches the policy
   (provider, mode asked and resolved, canonical workspaces, env name, capabilities, network,
@@ -161,6 +162,7 @@ def inputs(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: 
         "config": [str(p.config_file), cfg_digest, {k: os.environ.get(k) for k in ENV_READ}],
         "PATH": ctx.env.get("PATH", os.defpath),
         "sandbox": [bwrap_path, unguarded],
+        "user_limits": host.user_limits(),  # a jail's share of them is in the policy (budget.py)
         "request": {
             "provider": opts.provider, "mode": opts.mode, "resolved_mode": mode.value,
             "workspaces": list(workspaces), "env_name": opts.env_name, "capabilities": list(opts.capabilities),

@@ -281,6 +281,25 @@ def test_changing_any_input_misses(world, name):
     assert world.warm(after).hit  # and the new resolution is the one remembered
 
 
+def test_a_changed_user_limit_misses(world):
+    """A jail's share of the user's per-user limits is in the policy (docs/resources.md): a start
+    under another limit (here RLIMIT_SIGPENDING, halved) resolves it again."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_SIGPENDING)
+    if soft == resource.RLIM_INFINITY or soft < 8:
+        pytest.skip("RLIMIT_SIGPENDING is unlimited (or tiny) here")
+    hit_then_same(world, BASE)
+    resource.setrlimit(resource.RLIMIT_SIGPENDING, (soft // 2, hard))
+    try:
+        got = world.warm(BASE)
+        assert not got.hit, "a changed user limit must miss"
+        same(got, world.full(BASE))
+        assert got.policy.data["limits"]["sigpending"] == int(soft // 2 * 0.25)
+    finally:
+        resource.setrlimit(resource.RLIMIT_SIGPENDING, (soft, hard))
+
+
 def test_a_revoked_approval_misses_and_refuses(world):
     opts = StartOptions(provider="codex", mode="verified")
     world.approve(opts)

@@ -230,8 +230,9 @@ def test_bridge_wiring_is_after_the_process_limit_and_binds_the_socket():
     args = ["--unshare-net", "--chdir", "/w", "--", "/usr/bin/prlimit", "--nproc=10", "--", "/bin/cli", "-x"]
     out = netbridge.wire(args, pol, "/state/net/s/proxy-1.sock", "/usr/bin/python3", 9)
     i = out.index("--")
-    assert out[:i] == ["--unshare-net", "--chdir", "/w", "--ro-bind", "/state/net/s/proxy-1.sock", netbridge.SOCKET,
-                       "--ro-bind-data", "9", "/run/tmuxjail/bridge.py"]
+    # before the trailing --remount-ro/--chdir steps (bwrap.seal_start): their mount points are made
+    assert out[:i] == ["--unshare-net", "--ro-bind", "/state/net/s/proxy-1.sock", netbridge.SOCKET,
+                       "--ro-bind-data", "9", "/run/tmuxjail/bridge.py", "--chdir", "/w"]
     assert out[i + 1:i + 4] == ["/usr/bin/prlimit", "--nproc=10", "--"]
     assert out[i + 4:] == ["/usr/bin/python3", "-I", "-S", "/run/tmuxjail/bridge.py", netbridge.SOCKET, "3128", "--",
                            "/bin/cli", "-x"]

@@ -18,6 +18,12 @@ from tmuxjail.sandbox.bwrap import Bwrap
 HOME = "/home/u"
 
 
+USER_LIMITS = {"nproc": 4096, "nofile": 20000, "sigpending": 1000, "msgqueue": 819200, "memlock": 8 << 20,
+               "file_max": 2_000_000, "nr_open": 1 << 20, "threads_max": 100000, "pty_max": 4096,
+               "pty_reserve": 1024,
+               "user": {"max_inotify_instances": 128, "max_inotify_watches": 8192, "max_user_namespaces": 10}}
+
+
 def facts(**kw):
     base = dict(
         home=HOME, uid=1000, user="u", login_shell="/bin/bash",
@@ -51,6 +57,7 @@ def test_fingerprint_is_stable_and_canonical():
     (dict(private_home=f"{HOME}/.local/share/tmuxjail/homes/codex/work"), "home"),
     (dict(backend="seatbelt"), "backend"),
     (dict(limits={"nproc": 64}), "limits"),
+    (dict(user_limits={**USER_LIMITS, "nproc": 400}), "limits"),  # the user's own limit changed
 ])
 def test_every_change_moves_the_fingerprint_and_names_its_reason(change, code):
     old = resolve()
@@ -304,13 +311,13 @@ def test_limits_have_defaults_are_overridable_and_recorded():
     from tmuxjail.model import Limits
 
     pol = resolve()
-    assert pol["limits"] == Limits().model_dump() and pol["limits"]["memory"] == "none"
+    assert pol["limits"] == Limits().model_dump(mode="json") and pol["limits"]["memory"] == "none"
     c = config.parse('[limits]\ntmp = "16M"\nrun = 2097152\nhome = "1G"\nnproc = 64\n', "c.toml")
     assert c.limits == {"tmp_bytes": 16 << 20, "run_bytes": 2 << 20, "home_bytes": 1 << 30, "nproc": 64}
     assert resolve(limits=c.limits)["limits"]["tmp_bytes"] == 16 << 20
     argv = " ".join(Bwrap().wrap(resolve(limits=c.limits), ["x"], LAYOUT))
     assert f"--size {16 << 20} --tmpfs /tmp" in argv and "--size 2097152 --tmpfs /run" in argv
-    assert "/usr/bin/prlimit --nproc=64 -- x" in argv and "--disable-userns" in argv
+    assert "/usr/bin/prlimit --nofile=65536 --nproc=64 -- x" in argv and "--disable-userns" in argv
     for bad in ('[limits]\ntmp = "16X"', "[limits]\nnproc = 8", '[limits]\nnproc = "64"', "[limits]\nswap = 1",
                 "limits = 3", "[limits]\ntmp = true"):
         with pytest.raises(UsageError) as e:
@@ -406,3 +413,59 @@ def test_digest_cache_hits_and_sees_in_place_replacement(tmp_path):
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... same mtime: only ctime moved
     d2 = identity.sha256_file(f, cache)
     assert d2 != d1 and cache.hashed == 2
+
+
+# -- a jail's share of the user's per-user limits (budget.py) ---------------------------------
+
+def test_the_jail_gets_its_share_of_each_user_limit():
+    lim = resolve(user_limits=USER_LIMITS)["limits"]
+    assert lim["share"] == 0.25
+    assert lim["nproc"] == 1024  # the cap, inside 0.25 x 4096
+    assert lim["nofile"] == 500_000 // 1024  # nproc x nofile within 0.25 of fs.file-max
+    assert (lim["sigpending"], lim["msgqueue"], lim["memlock"]) == (250, 204800, 2 << 20)
+    assert lim["ptys"] == 768  # 0.25 of the pool a non-initial devpts may use (max - reserve)
+    assert dict(lim["user"]) == {"max_inotify_instances": 32, "max_inotify_watches": 2048,
+                                 "max_user_namespaces": 4}  # bwrap's own namespaces need a few
+    low = resolve(user_limits={**USER_LIMITS, "nproc": 200, "sigpending": -1})["limits"]
+    assert low["nproc"] == 50 and low["sigpending"] == -1  # unlimited stays unlimited
+    half = resolve(user_limits=USER_LIMITS, limits=config.parse("[limits]\nshare = 0.5\nnproc = 4000\n", "c").limits)
+    assert half["limits"]["nproc"] == 2048 and dict(half["limits"]["user"])["max_inotify_instances"] == 64
+    argv = " ".join(Bwrap().wrap(resolve(user_limits=USER_LIMITS), ["x"], LAYOUT))
+    assert "/usr/bin/prlimit --nofile=488 --sigpending=250 --msgqueue=204800 --memlock=2097152 --nproc=1024 -- x" in argv
+    assert "--dev /dev --dev-bind /dev/pts /dev/pts" in argv  # the launcher's devpts with max=
+
+
+def test_a_config_asking_more_than_the_user_has_is_a_one_line_error():
+    for text in ("[limits]\nnproc = 5000\n", "[limits]\nnofile = 30000\n"):
+        with pytest.raises(UsageError) as e:
+            resolve(user_limits=USER_LIMITS, limits=config.parse(text, "c.toml").limits)
+        assert "is more than your" in e.value.message and "\n" not in e.value.message
+    for bad in ("[limits]\nshare = 1", "[limits]\nshare = 0", "[limits]\nshare = -0.5", "[limits]\nshare = 2",
+                '[limits]\nshare = "1/4"', "[limits]\nshare = true", "[limits]\nnproc = -1",
+                "[limits]\nnofile = -5", "[limits]\ntmp = -1"):
+        with pytest.raises(UsageError) as e:
+            config.parse(bad, "c.toml")
+        assert e.value.message.startswith("c.toml: limits.") and "\n" not in e.value.message, bad
+
+
+def test_every_setup_mount_is_sealed_read_only():
+    """bwrap's root tmpfs (unsized, holding the directories bwrap made for mount points) and every
+    mask end read-only, after the last step that makes a mount point."""
+    makes = {"--bind", "--ro-bind", "--bind-try", "--ro-bind-try", "--dev-bind", "--tmpfs", "--symlink", "--dir"}
+    for mode in ("isolated", "verified", "compatibility"):
+        pol = resolve(mode=mode)
+        argv = Bwrap().wrap(pol, ["x"], LAYOUT)
+        opts = argv[:argv.index("--")]
+        last_mount = max(i for i, a in enumerate(opts) if a in makes)
+        first_seal = opts.index("--remount-ro", last_mount)
+        want = {"/tmp/tmux-1000", *pol["hidden"]} if mode == "compatibility" else {"/"}
+        assert want <= {opts[i + 1] for i in range(first_seal, len(opts) - 1) if opts[i] == "--remount-ro"}, opts
+
+
+def test_a_config_accepting_no_namespace_of_its_own_records_no_such_share():
+    """accept_missing_guards = ["jail-namespace-limits"]: the policy says the jail gets no share of
+    /proc/sys/user/* nor ptys (so the launcher makes no namespace), and bwrap keeps its devpts."""
+    pol = resolve(user_limits=USER_LIMITS, namespace_limits=False)
+    assert pol["limits"]["user"] == [] and pol["limits"]["ptys"] == -1 and pol["limits"]["nproc"] == 1024
+    assert "--dev-bind" not in Bwrap().wrap(pol, ["x"], LAYOUT)
+    assert policy.fingerprint(pol) != policy.fingerprint(resolve(user_limits=USER_LIMITS))

@@ -52,6 +52,10 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
             hint = (f"verified jails now keep the CLI's command files in its state read-only or as a private "
                     f"copy (docs/provider-state.md): `tmuxjail resume {name} --accept-changes` moves it to "
                     "that policy; or start a new session")
+        elif "limits" in reasons:
+            hint = (f"the jail's limits differ today: the config's [limits], your own per-user limits (ulimit), "
+                    f"or a session from before jails got a share of them (docs/resources.md); "
+                    f"`tmuxjail resume {name} --accept-changes` runs it under today's, or start a new session")
         raise plan.refuse(row, reasons,
                           f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
                           hint)

@@ -80,6 +80,14 @@ class Bwrap:
         out += ["--chdir", policy["workspace_write"][0] if policy["workspace_write"] else policy["workspace_read"][0]]
         return out + ["--", *_nproc(policy), *argv]
 
+    @staticmethod
+    def _sealed(out: list[str], sealed: Iterable[str]) -> list[str]:
+        """The last setup steps: the given mount points remounted read-only, once every mount
+        point under them exists (seal_start), so none of them is writable storage in the jail."""
+        for path in sealed:
+            out += ["--remount-ro", path]
+        return out
+
     def _compatibility(self, policy: dict[str, Any], host: HostLayout) -> list[str]:
         # Today's behaviour: the whole host, writable. What is taken away: tmuxjail's own state
         # and private homes (hidden), its config (read-only), the tmux sockets (hidden), and the
@@ -96,7 +104,8 @@ class Bwrap:
             out += ["--ro-bind-try", path, path]
         for path in policy["hidden"]:
             out += _tmpfs(path, MASK_BYTES)
-        return out + self._tmux_masks(host)
+        out += self._tmux_masks(host)
+        return self._sealed(out, (*policy["hidden"], *host.tmux_dirs))
 
     def _strict(self, policy: dict[str, Any], host: HostLayout) -> list[str]:
         out = ["--ro-bind", "/usr", "/usr"]
@@ -138,7 +147,10 @@ class Bwrap:
         out += _masks(host) + _agent(policy, host)
         visible = (*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
                    *policy["host_read"], *policy["install_roots"])
-        return out + self._tmux_masks(host, within=visible)
+        out += self._tmux_masks(host, within=visible)
+        # bwrap's own root is an unsized tmpfs, and the directories it made there for mount points
+        # (/home, /home/you, ...) are in it: read-only from here on.
+        return self._sealed(out, ("/", *(d for d in host.tmux_dirs if _under(d, visible))))
 
     @staticmethod
     def _above_guards(policy: dict[str, Any]) -> list[tuple[str, str]]:
@@ -199,15 +211,29 @@ def _tmpfs(path: str, size: int) -> list[str]:
 
 def _dev(policy: dict[str, Any]) -> list[str]:
     """bwrap's /dev is an unsized tmpfs: give /dev/shm a sized one and make /dev itself read-only
-    (the device nodes are separate binds and stay usable)."""
-    return ["--dev", "/dev", *_tmpfs("/dev/shm", limits(policy)["tmp_bytes"]), "--remount-ro", "/dev"]
+    (the device nodes are separate binds and stay usable). Its /dev/pts is replaced with the one
+    the launcher mounted with the jail's pty share (launch.own_namespace: bwrap's has no max=)."""
+    pts = ["--dev-bind", "/dev/pts", "/dev/pts"] if limits(policy).get("ptys", -1) >= 0 else []
+    return ["--dev", "/dev", *pts, *_tmpfs("/dev/shm", limits(policy)["tmp_bytes"]), "--remount-ro", "/dev"]
+
+
+def seal_start(args: list[str]) -> int:
+    """Where the trailing setup steps (--remount-ro ..., --chdir) before `--` begin: a caller
+    adding binds (netbridge.wire) puts them there, while their mount points can still be made."""
+    i = args.index("--")
+    while i >= 2 and args[i - 2] in ("--remount-ro", "--chdir"):
+        i -= 2
+    return i
 
 
 def _nproc(policy: dict[str, Any]) -> list[str]:
-    """RLIMIT_NPROC, set inside the jail's user namespace, where the kernel counts it per namespace
-    (set before bwrap, it would count every process of the user on the host). The kernel never
-    enforces it for uid 0: a root-run jail has no process limit (see the README)."""
-    return [PRLIMIT, f"--nproc={limits(policy)['nproc']}", "--"]
+    """The jail's share of the per-user rlimits (budget.py), set inside the jail's user namespace,
+    where the kernel counts each per namespace (set before bwrap, it would count every process
+    of the user on the host), soft and hard alike. -1: the user has no limit to share. The kernel
+    does not enforce RLIMIT_NPROC for root everywhere: a root-run jail has a pids cgroup too."""
+    lim = limits(policy)
+    opts = [f"--{k}={lim[k]}" for k in ("nofile", "sigpending", "msgqueue", "memlock") if lim.get(k, -1) >= 0]
+    return [PRLIMIT, *opts, f"--nproc={lim['nproc']}", "--"]
 
 
 def _masks(host: HostLayout) -> list[str]:

@@ -45,4 +45,6 @@ def _function(name: str) -> Callable[..., int]:
 
 syscall = _function("syscall")
 prctl = _function("prctl")
+unshare = _function("unshare")
+mount = _function("mount")
 get_errno: Callable[[], int] = _ctypes.get_errno
