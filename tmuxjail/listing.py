@@ -12,8 +12,17 @@ COLORS = {"running": "32", "exited": "33", "killed": "31", "gone": "2", "stopped
           "mismatch": "1;31", "unjailed": "1;7;31", "working": "36", "waiting": "1;33"}
 
 
+# Keys only some rows have (an exit status, a signal, --check's reasons...): every record of
+# `list --json` carries all of them, None where they do not apply, so a consumer reads one shape.
+SOMETIMES = ("exit_status", "signal", "failure", "reasons", "pane_status", "checked", "audit", "command",
+             "start_command")
+
+
 def public(rows_: list[dict]) -> list[dict]:
-    return [{k: v for k, v in d.items() if not k.startswith("_")} for d in rows_]
+    keys = dict.fromkeys(SOMETIMES)
+    for d in rows_:
+        keys.update(dict.fromkeys(k for k in d if not k.startswith("_")))
+    return [{k: d.get(k) for k in keys} for d in rows_]
 
 
 def _status_text(d: dict) -> str:
@@ -33,7 +42,9 @@ def _status(d: dict) -> str:
     return s
 
 
-DROP_ORDER = ("PANE", "FINGERPRINT", "AGENT", "KIND", "PROVIDER")  # least useful first, when narrow
+# Least useful first, when narrow: the name tells the provider (codex-app-1a2b); AGENT (waiting
+# for you?) and KIND (is this pane the agent, a shell, unjailed?) go last.
+DROP_ORDER = ("PANE", "FINGERPRINT", "PROVIDER", "AGENT", "KIND")
 MIN_WORKSPACE = 12
 WANT_WORKSPACE = 32
 
