@@ -164,6 +164,16 @@ def server_class() -> type[libtmux.Server]:
 W = tmux_word
 
 
+# The opt-in "waiting" alert (docs/keys-and-list.md): the jail's window gets tmux's
+# monitor-silence from the server's @tmuxjail-waiting-alert (seconds; unset or 0: off), read by
+# tmux itself in the same command (-F), so a start pays no extra tmux call. An agent's busy
+# footer animates while it works; once it waits for you its window goes quiet, and tmux flags it
+# (`~`) and rings the bell, or shows a message under `visual-silence on`.
+def waiting_alert(*target: str) -> list[str]:
+    return ["set-option", "-w", "-F", *target, "monitor-silence",
+            "#{?@tmuxjail-waiting-alert,#{@tmuxjail-waiting-alert},0}"]
+
+
 def default_socket(name: str, env) -> str:
     """Where tmux puts the socket of `-L name`: in $TMUX_TMPDIR/tmux-UID, falling back to
     /tmp/tmux-UID when TMUX_TMPDIR is unset or not a directory (tmux 3.3 does the same)."""
@@ -342,15 +352,22 @@ class Tmux:
         return self.run("has-session", "-t", f"={name}", check=False).returncode == 0
 
     def new_session(self, name: str, argv: list[str], cwd: str, options: dict[str, str],
-                    session_options: dict[str, str] | None = None, hooks: dict[str, str] | None = None) -> str:
+                    session_options: dict[str, str] | None = None, hooks: dict[str, str] | None = None,
+                    window: str | None = None) -> str:
         """Start a detached session whose only pane runs argv; return the pane id. The options
         are set in the same tmux invocation, before the server's event loop can reap a command
         that exits at once, so a dead jail stays visible instead of taking its window with it.
         session_options (e.g. default-command) are set on the session only, in the same call."""
         target = f"={name}:"
+        # -n: the window is named after the CLI (tmux's automatic name would be the pane's current
+        # command: python3, bwrap, strace), and so is each new window of the session.
+        window = window or options.get("@tmuxjail_provider")
         # -P -F: the pane id, and where the server really put its socket (refresh_socket).
-        args = ["new-session", "-d", "-s", name, "-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id} #{socket_path}",
-                *map(W, argv)]
+        args = ["new-session", "-d", "-s", name, "-c", W(start_dir(cwd)), *(["-n", W(window)] if window else []),
+                "-P", "-F", "#{pane_id} #{socket_path}", *map(W, argv)]
+        if window:
+            args += [";", "set-hook", "-t", target, "after-new-window", W(f"rename-window {window}-shell")]
+        args += [";", *waiting_alert("-t", target)]
         for key, value in (session_options or {}).items():
             args += [";", "set-option", "-t", target, key, W(value)]
         # Pane hooks (pane-died) live on windows, not sessions: these go on the session's first
@@ -372,12 +389,12 @@ class Tmux:
         return pane
 
     def new_pane(self, how: str, target: str, argv: list[str], cwd: str, options: dict[str, str],
-                 detach: bool = False, split: str = "v") -> str:
+                 detach: bool = False, split: str = "v", window: str | None = None) -> str:
         """A jailed pane in someone else's session: a new window after `target`'s window (how =
         "window") or a split of the pane `target` (how = "split", split "h" or "v"). Its options
         are set on the pane only, so the other panes of that window and session stay ordinary."""
         if how == "window":
-            args = ["new-window", "-a", "-t", W(target)]
+            args = ["new-window", "-a", "-t", W(target), *(["-n", W(window)] if window else [])]
         else:
             args = ["split-window", "-h" if split == "h" else "-v", "-t", W(target)]
         args += ["-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id}", *map(W, argv)]
@@ -388,6 +405,8 @@ class Tmux:
                  ";", "set-option", "-p", "allow-passthrough", "off"]
         for key, value in options.items():
             args += [";", "set-option", "-p", key, W(value)]
+        if how == "window":  # its own window (a split's window is the user's: left alone)
+            args += [";", *waiting_alert()]
         if detach:
             args += [";", "last-window" if how == "window" else "last-pane"]
         return self.first_line(self._exec(args), args[0])
