@@ -66,7 +66,8 @@ def _shorten(path: str, width: int) -> str:
 
 def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str], list[list[str]]]:
     """Columns and cells that fit `width` (None: as wide as they are): first the fingerprint and
-    the home directory get shorter, then columns go in DROP_ORDER, then the workspace's start."""
+    the home directory get shorter, then PANE, FINGERPRINT and PROVIDER go, then the workspace's
+    start, and AGENT and KIND only below ~70 columns."""
     # A SERVER column once sessions run on more than one tmux server.
     servers = len({d.get("server") for d in rows_}) > 1
     cols = list(COLUMNS) if not servers else [*COLUMNS[:-1], "SERVER", COLUMNS[-1]]
@@ -79,13 +80,20 @@ def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str],
         return cols, body
     body = [_cells(d, True, home, servers) for d in rows_]
     ws_full = max(len(r[-1]) for r in [cols, *body])
-    for name in DROP_ORDER:  # a column goes before the workspace gets shorter than WANT_WORKSPACE
-        if total() - ws_full + min(ws_full, WANT_WORKSPACE) <= width:
-            break
+    def drop(name: str) -> None:
         i = cols.index(name)
         cols.pop(i)
         for r in body:
             r.pop(i)
+
+    for name in DROP_ORDER[:3]:  # a column goes before the workspace gets shorter than WANT_WORKSPACE
+        if total() - ws_full + min(ws_full, WANT_WORKSPACE) <= width:
+            break
+        drop(name)
+    for name in DROP_ORDER[3:]:  # AGENT and KIND only when not even MIN_WORKSPACE is left
+        if total() - ws_full + min(ws_full, MIN_WORKSPACE) <= width:
+            break
+        drop(name)
     # Still too wide: long names and reason lists end in `…` (JSON and --check keep them whole).
     for name, floor in (("STATUS", 10), ("NAME", 12), ("MODE", 8)):
         i = cols.index(name)

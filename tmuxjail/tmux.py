@@ -169,9 +169,15 @@ W = tmux_word
 # tmux itself in the same command (-F), so a start pays no extra tmux call. An agent's busy
 # footer animates while it works; once it waits for you its window goes quiet, and tmux flags it
 # (`~`) and rings the bell, or shows a message under `visual-silence on`.
+WAITING_MESSAGE = "display-message -d 0 'tmuxjail: #{session_name}:#{window_index} waits for you'"
+
+
 def waiting_alert(*target: str) -> list[str]:
+    """The window's monitor-silence, and its alert-silence hook: a message on the client last
+    used (tmux's own bell and `~` reach only clients of that session)."""
     return ["set-option", "-w", "-F", *target, "monitor-silence",
-            "#{?@tmuxjail-waiting-alert,#{@tmuxjail-waiting-alert},0}"]
+            "#{?@tmuxjail-waiting-alert,#{@tmuxjail-waiting-alert},0}",
+            ";", "set-hook", "-w", *target, "alert-silence", WAITING_MESSAGE]
 
 
 def default_socket(name: str, env) -> str:
@@ -367,7 +373,9 @@ class Tmux:
                 "-P", "-F", "#{pane_id} #{socket_path}", *map(W, argv)]
         if window:
             args += [";", "set-hook", "-t", target, "after-new-window", W(f"rename-window {window}-shell")]
-        args += [";", *waiting_alert("-t", target)]
+        # silence-action any: the agent's window is the session's only one, its current one, and
+        # under tmux's default (other) it would never alert.
+        args += [";", *waiting_alert("-t", target), ";", "set-option", "-t", target, "silence-action", "any"]
         for key, value in (session_options or {}).items():
             args += [";", "set-option", "-t", target, key, W(value)]
         # Pane hooks (pane-died) live on windows, not sessions: these go on the session's first
