@@ -406,3 +406,11 @@ def test_digest_cache_hits_and_sees_in_place_replacement(tmp_path):
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... same mtime: only ctime moved
     d2 = identity.sha256_file(f, cache)
     assert d2 != d1 and cache.hashed == 2
+
+
+def test_default_mode_must_be_allowed():
+    """Issue 28: a default_mode that allowed_modes excludes is an error naming both; unset, the
+    default is the first mode the list allows."""
+    with pytest.raises(config.ConfigError, match="default_mode 'compatibility' is not in allowed_modes"):
+        config.parse('default_mode = "compatibility"\nallowed_modes = ["isolated"]\n', "c.toml")
+    assert config.parse('allowed_modes = ["verified", "isolated"]\n', "c.toml").default_mode == "isolated"
