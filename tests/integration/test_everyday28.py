@@ -227,6 +227,11 @@ def test_prune_homes(jail_env):
     gone_ws.mkdir()
     start(env, "dead", "shell", "isolated", gone_ws)
     live = start(env, "live", "shell", "isolated")
+    # A running session whose workspace is gone: its home is in use, and kept.
+    vanishing = env.root / "vanishing"
+    vanishing.mkdir()
+    running = start(env, "running", "shell", "isolated", vanishing)
+    vanishing.rmdir()
     dead_home = Path(env.json("show", "dead")["private_home"])
     (dead_home / "big").write_bytes(b"x" * 100_000)
     os.chmod(dead_home / "big", 0o444)
@@ -247,7 +252,7 @@ def test_prune_homes(jail_env):
 
     got = env.json("prune", "--homes")
     assert len(got["homes"]) == 2 and not dead_home.exists() and not orphan.exists()
-    assert Path(live["private_home"]).is_dir()
+    assert Path(live["private_home"]).is_dir() and Path(running["private_home"]).is_dir()
     assert env.run("prune", "--homes", "--older-than", "3d").returncode == 2
 
 

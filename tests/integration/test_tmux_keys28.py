@@ -116,3 +116,12 @@ def test_question_mark_lists_each_key_with_its_description(env):
     assert set(described) == set("srlSpx?")
     assert all(len(d) > 10 for d in described.values())
     assert "list-keys -N -T tmuxjail" in env.tmux("list-keys", "-T", "tmuxjail", "?")
+
+
+# -- 22: the waiting alert reaches the client, whichever session it looks at --------------------
+
+def test_waiting_alert_shows_on_the_client(ui):
+    env, term = ui
+    env.tmux("set", "-g", "@tmuxjail-waiting-alert", "2")
+    env.json("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "ag", "--detach")
+    wait(lambda: "tmuxjail: ag:0 waits for you" in term.screen(), what=f"the alert on the client: {term.screen()}")
