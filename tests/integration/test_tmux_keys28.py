@@ -1,14 +1,11 @@
-"""Issue 28, the everyday path's second round: keys on sessions whose id begins with 0, the
-indicator behind a long title, refusals from menus, `?`, status words, doctor on every server,
-install.sh run twice, config and output shapes, attach/rename/stop --all/prune --homes/list
-filters, and agents waiting for the user. Real tmux (a client attached in a second server's
-pane where keys are pressed), real bubblewrap, real SQLite."""
+"""Issue 28, the keys and what a client sees: every key on a session whose id begins with 0, the
+indicator beside a long title, refusals from menus, this server's resume menu, `?`, and the
+waiting alert. Real tmux (a client attached in a second server's pane, where keys are pressed),
+real bubblewrap, real SQLite."""
 
 from __future__ import annotations
 
 import functools
-import json
-import os
 import re
 import sqlite3
 import subprocess
@@ -16,8 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import test_tmux_ux
 from conftest import wait_until
-from test_tmux_ux import ui  # noqa: F401 - the fixture: a client attached in a second server
+
+ui = test_tmux_ux.ui  # the fixture: a real client attached in a second server's pane
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +54,7 @@ def test_if_shell_guards_test_for_empty_not_for_true():
     """Every jailed-pane key's guard is `!=` the empty string (a bare `#{@tmuxjail_id}` is false
     for ids beginning with 0 in tmux 3.3a's if-shell -F)."""
     text = CONF.read_text()
-    guards = re.findall(r"^    \S if-shell -F '([^']*)'", text, re.M)
+    guards = re.findall(r"^    \S if-shell -F '([^']*)'", text, re.MULTILINE)
     assert len(guards) == 3 and set(guards) == {"#{!=:#{@tmuxjail_id},}"}
 
 
