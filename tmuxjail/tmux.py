@@ -172,12 +172,13 @@ W = tmux_word
 WAITING_MESSAGE = "display-message -d 0 'tmuxjail: #{session_name}:#{window_index} waits for you'"
 
 
-def waiting_alert(*target: str) -> list[str]:
-    """The window's monitor-silence, and its alert-silence hook: a message on the client last
-    used (tmux's own bell and `~` reach only clients of that session)."""
+def waiting_alert(*target: str, scope: str = "-w") -> list[str]:
+    """The window's monitor-silence, and an alert-silence hook: a message on the client last used
+    (tmux's own bell and `~` reach only clients of that session). scope: where the hook goes,
+    the session tmuxjail owns ("" ; its window keeps only the pane-died hook) or the window."""
     return ["set-option", "-w", "-F", *target, "monitor-silence",
             "#{?@tmuxjail-waiting-alert,#{@tmuxjail-waiting-alert},0}",
-            ";", "set-hook", "-w", *target, "alert-silence", WAITING_MESSAGE]
+            ";", "set-hook", *([scope] if scope else []), *target, "alert-silence", WAITING_MESSAGE]
 
 
 def default_socket(name: str, env) -> str:
@@ -375,7 +376,7 @@ class Tmux:
             args += [";", "set-hook", "-t", target, "after-new-window", W(f"rename-window {window}-shell")]
         # silence-action any: the agent's window is the session's only one, its current one, and
         # under tmux's default (other) it would never alert.
-        args += [";", *waiting_alert("-t", target), ";", "set-option", "-t", target, "silence-action", "any"]
+        args += [";", *waiting_alert("-t", target, scope=""), ";", "set-option", "-t", target, "silence-action", "any"]
         for key, value in (session_options or {}).items():
             args += [";", "set-option", "-t", target, key, W(value)]
         # Pane hooks (pane-died) live on windows, not sessions: these go on the session's first

@@ -299,7 +299,8 @@ def test_waiting_agents_are_marked_and_alerted(jail_env):
     # tmux's silence alert fired on the agent's window (the hook shows a message on a client).
     wait_until(lambda: env.tmux("display-message", "-p", "-t", pane, "#{window_silence_flag}").strip() == "1",
                20, "the silence alert")
-    assert "waits for you" in env.tmux("show-hooks", "-w", "-t", pane, "alert-silence")
+    assert "waits for you" in env.tmux("show-hooks", "-t", pane, "alert-silence")
+    assert "alert-silence" not in env.tmux("show-hooks", "-w", "-t", pane)  # the window's are the audit's
 
 
 def test_waiting_alert_is_off_unless_asked(jail_env):
