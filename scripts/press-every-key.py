@@ -38,7 +38,7 @@ class Keys:
         return proc.stdout
 
     def attach(self, session: str) -> None:
-        cmd = " ".join(["exec", "tmux", *self.flags, "attach", "-t", f"={session}"])
+        cmd = " ".join(["exec", "env", "-u", "TMUX", "tmux", *self.flags, "attach", "-t", f"={session}"])
         subprocess.run([*self.outer, "new-session", "-d", "-s", "term", "-x", "160", "-y", "45", cmd],
                        env=self.env, check=True)
         self.wait(lambda: self.tmux("list-clients", "-F", "#{client_name}").strip(), "a client")
