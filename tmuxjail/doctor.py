@@ -87,7 +87,7 @@ BREAKS = {
     "egress proxy": "isolated and verified starts with network proxy (their default)",
     "store": "every command that reads or records sessions",
     "install": "nothing today; anything you run can change the code every start runs outside the jail",
-    "tmux clipboard": "nothing works less; a jailed pane can read your latest paste buffer (OSC 52 query)",
+    "tmux clipboard": "nothing stops working, but a jailed pane can read your latest paste buffer (OSC 52 query)",
     "tmuxjail on the tmux server's PATH": "the keys of tmux.conf.example (prefix J s, r, l, S, p, x) "
                                           "say `returned 127`",
 }

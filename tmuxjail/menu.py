@@ -40,8 +40,6 @@ from .render import error_text
 from .status import rows
 
 ACTIONS = ("start", "resume", "list", "shell", "policy", "stop")
-# What menu items and prompts run (`tmuxjail menu _ACTION ...`): hidden from help and completion.
-INTERNAL = ("_start", "_resume", "_stop")
 KEYS = "123456789abcdefghijklmnopqrstuvwxyz"
 ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")  # a session id
 PANE_RE = re.compile(r"^%[0-9]{1,9}$")

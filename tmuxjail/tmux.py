@@ -167,8 +167,8 @@ W = tmux_word
 # The opt-in "waiting" alert (docs/keys-and-list.md): the jail's window gets tmux's
 # monitor-silence from the server's @tmuxjail-waiting-alert (seconds; unset or 0: off), read by
 # tmux itself in the same command (-F), so a start pays no extra tmux call. An agent's busy
-# footer animates while it works; once it waits for you its window goes quiet, and tmux flags it
-# (`~`) and rings the bell, or shows a message under `visual-silence on`.
+# footer animates while it works; once it waits for you its window goes quiet: tmux flags it
+# (`~`), and the alert-silence hook shows WAITING_MESSAGE on the client last used.
 WAITING_MESSAGE = "display-message -d 0 'tmuxjail: #{session_name}:#{window_index} waits for you'"
 
 
@@ -414,7 +414,7 @@ class Tmux:
                  ";", "set-option", "-p", "allow-passthrough", "off"]
         for key, value in options.items():
             args += [";", "set-option", "-p", key, W(value)]
-        if how == "window":  # its own window (a split's window is the user's: left alone)
+        if how == "window" and options:  # an agent's own window (not a shell's; a split's is the user's)
             args += [";", *waiting_alert()]
         if detach:
             args += [";", "last-window" if how == "window" else "last-pane"]

@@ -68,8 +68,8 @@ def handler(name: str, table: dict[str, str] = COMMANDS, package: str = "tmuxjai
 
 
 class _Verbs(tuple):
-    """The menu's actions as help, errors and completion list them; its internal ones (`_start`,
-    what menu items run) are accepted but never listed."""
+    """The menu's actions as help, errors and completion list them; its internal ones (what menu
+    items and prompts run: `menu _start|_resume|_stop ...`) are accepted but never listed."""
 
     def __contains__(self, word: object) -> bool:
         return word in ("_start", "_resume", "_stop") or tuple.__contains__(self, word)
