@@ -77,9 +77,11 @@ class _Verbs(tuple):
 
 STATUS_HELP = """status words (STATUS column; `--json`: status, with exit_status, signal, reasons):
   running      the CLI runs in its jailed pane
-  exited(N)    the CLI ended with exit status N; the pane stays: `tmuxjail resume NAME` relaunches it
+  exited(N)    the CLI ended with exit status N; the pane stays; `tmuxjail resume NAME`
+               relaunches it in the same jail
   killed(SIG)  the CLI was ended by signal SIG; resume relaunches it
-  gone         the tmux session or pane is no more (a server restart, a killed window); resume relaunches it
+  gone         the tmux session or pane is no more (a server restart, a killed window);
+               resume relaunches it
   unreachable  its tmux server exists but does not answer (it may still run there)
   failed       the sandbox did not start (see `tmuxjail show NAME` for why)
   stopped      `tmuxjail stop` ended it (shown with --all); the record stays
