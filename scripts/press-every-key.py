@@ -72,7 +72,15 @@ class Keys:
         return lambda: all(t in self.screen() for t in texts)
 
     def close(self) -> None:
+        """The outer server, and its socket file (tmux leaves it behind)."""
+        sock = subprocess.run([*self.outer, "display-message", "-p", "#{socket_path}"], capture_output=True,
+                              text=True, env=self.env).stdout.strip()
         subprocess.run([*self.outer, "kill-server"], capture_output=True, env=self.env)
+        if sock.startswith("/"):
+            try:
+                os.unlink(sock)
+            except OSError:
+                pass
 
 
 def main() -> int:
