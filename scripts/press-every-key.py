@@ -30,6 +30,7 @@ class Keys:
         self.flags, self.timeout = flags, timeout
         self.outer = ["tmux", "-L", f"tjkeys-{os.getpid()}", "-f", "/dev/null"]
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+        self.outer_socket = self.client = ""
 
     def tmux(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run(["tmux", "-u", *self.flags, *args], capture_output=True, text=True, env=self.env)
@@ -39,9 +40,10 @@ class Keys:
 
     def attach(self, session: str) -> None:
         cmd = " ".join(["exec", "env", "-u", "TMUX", "tmux", *self.flags, "attach", "-t", f"={session}"])
-        subprocess.run([*self.outer, "new-session", "-d", "-s", "term", "-x", "160", "-y", "45", cmd],
-                       env=self.env, check=True)
-        self.wait(lambda: self.tmux("list-clients", "-F", "#{client_name}").strip(), "a client")
+        self.outer_socket = subprocess.run(
+            [*self.outer, "new-session", "-d", "-s", "term", "-x", "160", "-y", "45", "-P", "-F", "#{socket_path}", cmd],
+            env=self.env, check=True, capture_output=True, text=True).stdout.strip()
+        self.client = self.wait(lambda: self.tmux("list-clients", "-F", "#{client_name}").strip(), "a client")
 
     def screen(self) -> str:
         return subprocess.run([*self.outer, "capture-pane", "-p", "-t", "=term:"], capture_output=True,
@@ -72,13 +74,12 @@ class Keys:
         return lambda: all(t in self.screen() for t in texts)
 
     def close(self) -> None:
-        """The outer server, and its socket file (tmux leaves it behind)."""
-        sock = subprocess.run([*self.outer, "display-message", "-p", "#{socket_path}"], capture_output=True,
-                              text=True, env=self.env).stdout.strip()
+        """The outer server, and its socket file (tmux leaves it behind, also when the server
+        ended by itself: its one client went with the stopped jail)."""
         subprocess.run([*self.outer, "kill-server"], capture_output=True, env=self.env)
-        if sock.startswith("/"):
+        if self.outer_socket.startswith("/"):
             try:
-                os.unlink(sock)
+                os.unlink(self.outer_socket)
             except OSError:
                 pass
 
@@ -90,7 +91,7 @@ def main() -> int:
     ap.add_argument("--bin", required=True, help="the tmuxjail the keys run (@tmuxjail-bin)")
     ap.add_argument("--workspace", required=True)
     ap.add_argument("--mode", default="isolated")
-    ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds each step may take (a loaded machine)")
     a = ap.parse_args()
     flags = ["-L", a.socket] if a.socket else []
     k = Keys(flags, a.timeout)
@@ -124,6 +125,9 @@ def main() -> int:
         before = len(windows())
         k.press("C-b", "J", "S")
         k.wait(lambda: len(windows()) == before + 1, "S (a shell window in the jail)")
+        # x goes to the client's current pane, the new shell: once it is the jail's, as tmux knows it.
+        current = lambda: k.tmux("display-message", "-p", "-c", k.client, "#{@tmuxjail_id}").strip()  # noqa: E731
+        k.wait(lambda: current() == sid, "S (the shell window's pane carries the jail's id)")
         k.press("C-b", "J", "x")
         k.wait(k.on_screen(f"stop jail {name}"), "x (the stop prompt)")
         k.press("y")
