@@ -14,13 +14,4 @@ python3 -m venv "$venv"
 mkdir -p "$HOME/.local/bin"
 ln -sf "$venv/bin/tmuxjail" "$HOME/.local/bin/tmuxjail"
 echo "installed: $HOME/.local/bin/tmuxjail ($("$venv/bin/tmuxjail" --version))"
-case ":${PATH:-}:" in
-  *":$HOME/.local/bin:"*) ;;
-  *) echo "note: $HOME/.local/bin is not on your PATH; to run tmuxjail by name, add this line to ~/.profile:"
-     echo '  export PATH="$HOME/.local/bin:$PATH"' ;;
-esac
-echo "tmux keys (optional): add to ~/.tmux.conf"
-echo "  set -g @tmuxjail-bin $HOME/.local/bin/tmuxjail"
-echo "  source-file $PWD/tmux.conf.example"
-"$venv/bin/tmuxjail" doctor || true
-exec "$venv/bin/tmuxjail" start shell --mode isolated --workspace "$PWD"
+exec ./scripts/after-install.sh "$venv/bin/tmuxjail"

@@ -197,6 +197,12 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
     default = raw.get("default_mode", "compatibility")
     if default not in MODES:
         raise ConfigError(f"{source}: default_mode: must be one of {', '.join(MODES)}")
+    listed = raw.get("allowed_modes", list(MODES))
+    if default not in listed:
+        if "default_mode" in raw:  # said both ways: which one is meant is the operator's call
+            raise ConfigError(f"{source}: default_mode {default!r} is not in allowed_modes {listed}",
+                              hint=f'set default_mode to one of {", ".join(listed)}, or add "{default}" to allowed_modes')
+        default = next(m for m in MODES if m in listed)  # unset: the first mode the list allows
     unguarded = raw.get("allow_unguarded_compatibility", False)
     if not isinstance(unguarded, bool):
         raise ConfigError(f"{source}: allow_unguarded_compatibility: must be true or false")

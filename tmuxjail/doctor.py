@@ -115,13 +115,37 @@ def limit_checks() -> list[tuple[str, str]]:
     return out
 
 
+# What stops working while a check fails (doctor prints it with the fix; --json: `breaks`).
+BREAKS = {
+    "tmux": "every start, resume and key: tmuxjail runs each jail as a tmux pane",
+    "bubblewrap": "every start: bubblewrap is the sandbox",
+    "user namespaces": "every start: bubblewrap needs an unprivileged user namespace",
+    "seccomp filter": "isolated and verified starts (they refuse to run without the filter)",
+    "strace": "`tmuxjail discover` only (it traces the jail)",
+    "landlock scope": "strict jails can still connect to the host's abstract unix sockets (starts refuse "
+                      "unless accept_missing_guards names it)",
+    "XDG_RUNTIME_DIR": "CLIs and tools in compatibility jails that keep sockets there (ssh-agent, "
+                       "gpg-agent, D-Bus) do not find them",
+    "home": "every command that keeps state (all but doctor, profiles, completion)",
+    "tmux socket dir": "every start: tmux cannot create its server socket",
+    "config": "every start and resume: a config that does not parse refuses them",
+    "egress proxy": "isolated and verified starts with network proxy (their default)",
+    "store": "every command that reads or records sessions",
+    "install": "nothing today; anything you run can change the code every start runs outside the jail",
+    "tmux clipboard": "nothing stops working, but a jailed pane can read your latest paste buffer (OSC 52 query)",
+    "tmuxjail on the tmux server's PATH": "the keys of tmux.conf.example (prefix J s, r, l, S, p, x) "
+                                          "say `returned 127`",
+}
+
+
 def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
 
     out: list[dict] = []
 
     def add(name, ok, detail, fix=None, required=True):
+        base = name.split(" (")[0]  # a per-server check: `tmux clipboard (SOCKET)`
         out.append({"check": name, "ok": bool(ok), "required": required, "detail": detail,
-                    "fix": None if ok else fix})
+                    "fix": None if ok else fix, "breaks": None if ok else BREAKS.get(base)})
 
     if tmux.binary:
         v = tmux.version()
@@ -151,7 +175,8 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         if tiocsti is not None else "not reported by this kernel", required=False)
     rt = env.get("XDG_RUNTIME_DIR")
     add("XDG_RUNTIME_DIR", bool(rt) and os.path.isdir(rt or ""), rt or "unset",
-        'export XDG_RUNTIME_DIR=/run/user/$(id -u)   (log in through PAM/systemd, or create it 0700)',
+        'log in through PAM/systemd (it creates /run/user/$(id -u)); without root: '
+        'export XDG_RUNTIME_DIR="$HOME/.cache/runtime" && mkdir -m 700 -p "$XDG_RUNTIME_DIR" in your shell profile',
         required=False)
     for name, detail in limit_checks():
         add(name, True, detail, required=False)
@@ -168,8 +193,9 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     add("config", *_config())
     ok, detail, needed = _proxy()
     add("egress proxy", ok, detail,
-        "sudo apt-get install -y python3   (the in-jail bridge runs it), or give strict modes another network: "
-        '`isolated = "none"` under [network] in the config', required=needed)
+        'without root: give strict modes another network, `isolated = "none"` and `verified = "none"` under '
+        "[network] in the config (or start with --network none); with root: sudo apt-get install -y python3 "
+        "(the in-jail bridge runs it)", required=needed)
     add("store", *_store(store_path))
     inst = host.own_install()
     add("install", not inst,
@@ -181,20 +207,43 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         "install outside your home, owned by root:  sudo python3 -m venv /opt/tmuxjail && "
         "sudo /opt/tmuxjail/bin/pip install . && ln -sf /opt/tmuxjail/bin/tmuxjail ~/.local/bin/tmuxjail",
         required=False)
-    add("tmux server", True, tmux.socket, required=False)
+    for server in servers(tmux, env):
+        server_checks(server, env, add, many=server is not tmux)
+    return out
+
+
+def servers(tmux: Tmux, env: dict) -> list[Tmux]:
+    """The server this command names (the default one unless -L/-S) and every other tmux server
+    of this user that runs now: keys, clipboard and PATH are per server."""
+    out = [tmux]
+    uid = os.getuid()
+    for sock in host.running_servers(uid):
+        try:
+            if os.stat(sock).st_uid != uid or os.path.realpath(sock) == os.path.realpath(tmux.socket):
+                continue
+        except OSError:
+            continue
+        out.append(Tmux.at(sock, env))
+    return out
+
+
+def server_checks(tmux: Tmux, env: dict, add, many: bool) -> None:
+    tag = f" ({tmux.socket})" if many else ""
+    add("tmux server" + tag, True, tmux.socket + ("" if tmux.alive() or many else " (not running)"), required=False)
     if tmux.binary and tmux.alive():
         # Server-wide (no per-pane form in tmux 3.3): with `on`, an OSC 52 query from any pane,
         # a jail's too, reads back the latest paste buffer, even one copied in an unjailed pane.
         clip = tmux.run("show-options", "-s", "-v", "set-clipboard", check=False).stdout.strip()
-        add("tmux clipboard", clip != "on", f"set-clipboard {clip or 'unknown'} on {tmux.socket}"
+        add("tmux clipboard" + tag, clip != "on", f"set-clipboard {clip or 'unknown'} on {tmux.socket}"
             + (": any pane, jails included, can read your paste buffer (OSC 52 query)" if clip == "on" else ""),
-            "tmux set -s set-clipboard external   (and the same in ~/.tmux.conf)", required=False)
+            f"{tmux_line(tmux)} set -s set-clipboard external   (and the same in ~/.tmux.conf)",
+            required=False)
     on_path, detail = _on_server_path(tmux, env)
-    add("tmuxjail on the tmux server's PATH", on_path, detail,
-        'the keys of tmux.conf.example run `tmuxjail`: put its directory (e.g. ~/.local/bin) on PATH '
-        'in your shell profile and restart tmux, or: tmux set-environment -g PATH "$HOME/.local/bin:$PATH"',
+    add("tmuxjail on the tmux server's PATH" + tag, on_path, detail,
+        "set -g @tmuxjail-bin ~/.local/bin/tmuxjail in ~/.tmux.conf before sourcing tmux.conf.example "
+        f"(and now: {tmux_line(tmux)} set -g @tmuxjail-bin ~/.local/bin/tmuxjail), or put ~/.local/bin "
+        "on PATH in your shell profile and restart tmux",
         required=False)
-    return out
 
 
 def _socket_dir(socket: str) -> tuple[bool, str, str]:
@@ -268,14 +317,23 @@ def _store(path: Path) -> tuple[bool, str, str]:
 
 
 def _on_server_path(tmux: Tmux, env: dict) -> tuple[bool, str]:
-    """The keys run `tmuxjail` through the tmux server's global PATH (the caller's, for a server
-    tmuxjail will start)."""
+    """The keys run `tmuxjail` through the server's @tmuxjail-bin when set (tmux.conf.example),
+    else through the tmux server's global PATH (the caller's, for a server tmuxjail will start)."""
 
     path = env.get("PATH", os.defpath)
     source = "this shell's PATH (no tmux server yet)"
     if tmux.binary and tmux.alive():
+        binary = tmux.run("show-options", "-gqv", "@tmuxjail-bin", check=False).stdout.strip()
+        if binary:
+            ok = os.path.isabs(binary) and os.access(binary, os.X_OK) and not os.path.isdir(binary)
+            return ok, f"@tmuxjail-bin {binary}" + ("" if ok else " is not an executable file")
         proc = tmux.run("show-environment", "-g", "PATH", check=False)
         if proc.returncode == 0 and proc.stdout.startswith("PATH="):
             path, source = proc.stdout.strip()[5:], f"the PATH of the tmux server {tmux.socket}"
     found = shutil.which("tmuxjail", path=path)
     return bool(found), f"{found} on {source}" if found else f"not on {source}"
+
+
+def tmux_line(tmux: Tmux) -> str:
+    """How to name this server on a command line: `tmux`, `tmux -L NAME` or `tmux -S PATH`."""
+    return "tmux" if tmux.base == ["-L", "default"] else " ".join(["tmux", *tmux.base])

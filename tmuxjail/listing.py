@@ -12,8 +12,17 @@ COLORS = {"running": "32", "exited": "33", "killed": "31", "gone": "2", "stopped
           "mismatch": "1;31", "unjailed": "1;7;31", "working": "36", "waiting": "1;33"}
 
 
+# Keys only some rows have (an exit status, a signal, --check's reasons...): every record of
+# `list --json` carries all of them, None where they do not apply, so a consumer reads one shape.
+SOMETIMES = ("exit_status", "signal", "failure", "reasons", "pane_status", "checked", "audit", "command",
+             "start_command")
+
+
 def public(rows_: list[dict]) -> list[dict]:
-    return [{k: v for k, v in d.items() if not k.startswith("_")} for d in rows_]
+    keys = dict.fromkeys(SOMETIMES)
+    for d in rows_:
+        keys.update(dict.fromkeys(k for k in d if not k.startswith("_")))
+    return [{k: d.get(k) for k in keys} for d in rows_]
 
 
 AUDIT_COLOR = "1;31"  # a session whose last audit found something, or did not see everything: never green
@@ -38,7 +47,9 @@ def _status(d: dict) -> str:
     return s
 
 
-DROP_ORDER = ("PANE", "FINGERPRINT", "AGENT", "KIND", "PROVIDER")  # least useful first, when narrow
+# Least useful first, when narrow: the name tells the provider (codex-app-1a2b); AGENT (waiting
+# for you?) and KIND (is this pane the agent, a shell, unjailed?) go last.
+DROP_ORDER = ("PANE", "FINGERPRINT", "PROVIDER", "AGENT", "KIND")
 MIN_WORKSPACE = 12
 WANT_WORKSPACE = 32
 
@@ -60,7 +71,8 @@ def _shorten(path: str, width: int) -> str:
 
 def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str], list[list[str]]]:
     """Columns and cells that fit `width` (None: as wide as they are): first the fingerprint and
-    the home directory get shorter, then columns go in DROP_ORDER, then the workspace's start."""
+    the home directory get shorter, then PANE, FINGERPRINT and PROVIDER go, then the workspace's
+    start, and AGENT and KIND only below ~70 columns."""
     # A SERVER column once sessions run on more than one tmux server.
     servers = len({d.get("server") for d in rows_}) > 1
     cols = list(COLUMNS) if not servers else [*COLUMNS[:-1], "SERVER", COLUMNS[-1]]
@@ -73,13 +85,20 @@ def _layout(rows_: list[dict], width: int | None, home: str) -> tuple[list[str],
         return cols, body
     body = [_cells(d, True, home, servers) for d in rows_]
     ws_full = max(len(r[-1]) for r in [cols, *body])
-    for name in DROP_ORDER:  # a column goes before the workspace gets shorter than WANT_WORKSPACE
-        if total() - ws_full + min(ws_full, WANT_WORKSPACE) <= width:
-            break
+    def drop(name: str) -> None:
         i = cols.index(name)
         cols.pop(i)
         for r in body:
             r.pop(i)
+
+    for name in DROP_ORDER[:3]:  # a column goes before the workspace gets shorter than WANT_WORKSPACE
+        if total() - ws_full + min(ws_full, WANT_WORKSPACE) <= width:
+            break
+        drop(name)
+    for name in DROP_ORDER[3:]:  # AGENT and KIND only when not even MIN_WORKSPACE is left
+        if total() - ws_full + min(ws_full, MIN_WORKSPACE) <= width:
+            break
+        drop(name)
     # Still too wide: long names and reason lists end in `…` (JSON and --check keep them whole).
     for name, floor in (("STATUS", 10), ("NAME", 12), ("MODE", 8)):
         i = cols.index(name)

@@ -11,6 +11,9 @@ allowed, and runs it on that server for that client. `--print` prints the comman
   policy  popup with `tmuxjail show` of the jail of pane PANE, in a pager
   stop    confirm, then `tmuxjail stop` the jail of pane PANE
 
+A refusal (a resume, a stop, a start from a menu item) is shown to the client as a menu of
+greyed lines, the reason and then the fix (`refusal`), never as tmux's quoted command line.
+
 No string from a pane, a window, a session or a jail ever reaches a tmux command: tmux expands
 `#(...)` and `#{...}` in a menu item's command when it builds the menu and again when run-shell
 runs it, so a directory named `#(...)` would run in the tmux server, outside every jail. Menu
@@ -38,6 +41,7 @@ from .status import rows
 
 ACTIONS = ("start", "resume", "list", "shell", "policy", "stop")
 KEYS = "123456789abcdefghijklmnopqrstuvwxyz"
+ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")  # a session id
 PANE_RE = re.compile(r"^%[0-9]{1,9}$")
 CLIENT_RE = re.compile(r"^[A-Za-z0-9/_.+-]{1,200}$")  # a tty path, or client-PID
 # What may appear in a tmux command string tmuxjail builds: no `#` (formats), `$`, `~`, quotes,
@@ -142,16 +146,53 @@ def resume_menu(ctx, client: str | None, pane: str | None) -> list[str]:
             "-T", "tmuxjail: resume", "-x", "C", "-y", "C", "--"]
     keys = iter(KEYS)
     found = False
-    for d in rows(ctx, activity=False):
+    for d in rows(ctx, activity=False, server=ctx.tmux.socket):
         if d["kind"] != "agent" or d["status"] not in ("running", "exited", "killed", "gone"):
             continue
         found = True
         text = label(f"{d['name']:<24} {d['provider']}/{d['mode']}  {d['status']}")
-        cmd = ["resume", d["id"], *(["--client", client] if client else [])]
-        args += [text, next(keys, ""), _run_shell(tmux, *cmd)]
+        args += [text, next(keys, ""), _run_shell(tmux, "menu", "_resume", d["id"], *_ids(client, pane))]
     if not found:
         args += ["-no jailed session on this server", "", ""]
+    args += ["", label(f"-server: {tmux.socket}"), "", ""]  # which server's sessions these are
     return args
+
+
+def refusal(client: str | None, message: str, hint: str | None) -> list[str]:
+    """A display-menu of greyed lines: what was refused and why, then the fix. (display-message
+    shows one line, cut to the terminal's width; a menu stays until Esc.)"""
+    import textwrap
+
+    lines = textwrap.wrap(message, 72) or [""]
+    if hint:
+        lines += ["", *textwrap.wrap("fix: " + hint, 72, subsequent_indent="     ")]
+    args = ["display-menu", *(["-c", client] if client else []), "-T", "tmuxjail: refused (Esc closes)",
+            "-x", "C", "-y", "C", "--"]
+    for line in lines:
+        args += [f"-{label(line)}", "", ""] if line else [""]
+    return args
+
+
+def resume_here(ctx, client: str | None, rest: list[str]) -> None:
+    """`menu _resume ID -c CLIENT`: what a resume-menu item runs."""
+    from .commands.resume import resume  # seam: resuming loads the policy code
+
+    if len(rest) != 1 or not ID_RE.match(rest[0]):
+        raise UsageError("usage: tmuxjail menu _resume ID [-c CLIENT]")
+    log.setup(ctx.paths.log_file, False)
+    result = resume(ctx, rest[0], detach=True)
+    if client:
+        ctx.tmux.switch_client(client, result.get("tmux_pane") or f"={result['tmux_session']}")
+
+
+def stop_here(ctx, rest: list[str]) -> None:
+    """`menu _stop ID -c CLIENT`: what the stop prompt runs."""
+    from .commands.stop import stop
+
+    if len(rest) != 1 or not ID_RE.match(rest[0]):
+        raise UsageError("usage: tmuxjail menu _stop ID [-c CLIENT]")
+    log.setup(ctx.paths.log_file, False)
+    stop(ctx, rest[0])
 
 
 def _jail_of(ctx, pane: str | None):
@@ -223,7 +264,7 @@ def build(ctx, action: str, client: str | None, pane: str | None) -> list[str] |
         row = _jail_of(ctx, pane)
         return ["confirm-before", *(["-t", client] if client else []),
                 "-p", label(f"stop jail {row.name} (kills its panes)? (y/n)"),
-                _run_shell(tmux, "stop", row.id)]
+                _run_shell(tmux, "menu", "_stop", row.id, *_ids(client, None))]
     if action == "shell":
         return None
     raise UsageError(f"unknown menu action {action!r}", hint="one of: " + ", ".join(ACTIONS))
@@ -235,6 +276,12 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
         check_ids(client, pane)
         if action == "_start":
             start_here(ctx, client, pane, rest or [])
+            return 0
+        if action == "_resume":
+            resume_here(ctx, client, rest or [])
+            return 0
+        if action == "_stop":
+            stop_here(ctx, rest or [])
             return 0
         if rest:
             raise UsageError(f"unexpected arguments: {' '.join(rest)}")
@@ -261,8 +308,10 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
     except TmuxjailError as exc:
         if print_only or not (ctx.tmux.inside or client):
             raise
-        # display-message expands its text once: `#` doubled, and no control characters.
-        msg = "".join(c if c.isprintable() else "?" for c in error_text(exc.message)).replace("#", "##")
-        ctx.tmux.run("display-message", *(["-c", client] if client and CLIENT_RE.match(client) else []),
-                     msg, check=False)
+        shown = ctx.tmux.run(*refusal(client if client and CLIENT_RE.match(client) else None,
+                                      exc.message, exc.hint), check=False)
+        if shown.returncode != 0:  # no client to show a menu on: one line, as tmux can
+            # display-message expands its text once: `#` doubled, and no control characters.
+            msg = "".join(c if c.isprintable() else "?" for c in error_text(exc.message, exc.hint)).replace("#", "##")
+            ctx.tmux.run("display-message", msg.replace("\n", " "), check=False)
         return 0  # reported: a non-zero status would also put the pane in view mode

@@ -67,10 +67,20 @@ def confirm(question: str) -> bool:
         return False
 
 
+# What `show` prints for a field the session does not have (never Python's `None`).
+UNSET = {"private_home": "none (no private home in this mode)", "tmux_pane": "none (no pane now)",
+         "network": "host (recorded before networks were)"}
+
+
+def value_text(key: str, v) -> str:
+    return UNSET.get(key, "-") if v is None else str(v)
+
+
 def session_text(d: dict, clean=str, audit_line=None) -> str:
     """audit_line(finding, workspaces): one finding in one line (audit.line; render imports only sys)."""
-    lines = [f"{k}: {d.get(k)}" for k in ("name", "provider", "mode", "network", "status", "fingerprint",
-                                          "workspace", "private_home", "tmux_session", "tmux_pane", "created_at")]
+    lines = [f"{k}: {value_text(k, d.get(k))}" for k in ("name", "provider", "mode", "network", "status", "fingerprint",
+                                                         "workspace", "private_home", "tmux_session", "tmux_pane",
+                                                         "created_at")]
     if d.get("failure"):
         lines.append(f"failure: {d['failure']}")
     if d.get("audit"):
@@ -94,7 +104,7 @@ def policy_text(pol: dict) -> str:
             out += [f"    {a}={b}" for a, b in v]
         elif isinstance(v, dict):
             out.append(f"  {k}:")
-            out += [f"    {a}: {b}" for a, b in v.items()]
+            out += [f"    {a}: {value_text(a, b)}" for a, b in v.items()]
         else:
-            out.append(f"  {k}: {v}")
+            out.append(f"  {k}: {value_text(k, v)}")
     return "\n".join(out)

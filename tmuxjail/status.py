@@ -115,6 +115,11 @@ def rows(ctx, include_stopped: bool = False, check=None, activity: bool = True,
     return out
 
 
+def under(workspace: str | None, top: str) -> bool:
+    """workspace is top or a directory under it (both canonical paths)."""
+    return bool(workspace) and (workspace == top or str(workspace).startswith(top.rstrip("/") + "/"))
+
+
 def server_label(socket: str | None, env) -> str:
     """A -L name when tmux would put that socket there itself, else the socket path."""
     if not socket:

@@ -164,6 +164,23 @@ def server_class() -> type[libtmux.Server]:
 W = tmux_word
 
 
+# The opt-in "waiting" alert (docs/keys-and-list.md): the jail's window gets tmux's
+# monitor-silence from the server's @tmuxjail-waiting-alert (seconds; unset or 0: off), read by
+# tmux itself in the same command (-F), so a start pays no extra tmux call. An agent's busy
+# footer animates while it works; once it waits for you its window goes quiet: tmux flags it
+# (`~`), and the alert-silence hook shows WAITING_MESSAGE on the client last used.
+WAITING_MESSAGE = "display-message -d 0 'tmuxjail: #{session_name}:#{window_index} waits for you'"
+
+
+def waiting_alert(*target: str, scope: str = "-w") -> list[str]:
+    """The window's monitor-silence, and an alert-silence hook: a message on the client last used
+    (tmux's own bell and `~` reach only clients of that session). scope: where the hook goes,
+    the session tmuxjail owns ("" ; its window keeps only the pane-died hook) or the window."""
+    return ["set-option", "-w", "-F", *target, "monitor-silence",
+            "#{?@tmuxjail-waiting-alert,#{@tmuxjail-waiting-alert},0}",
+            ";", "set-hook", *([scope] if scope else []), *target, "alert-silence", WAITING_MESSAGE]
+
+
 def default_socket(name: str, env) -> str:
     """Where tmux puts the socket of `-L name`: in $TMUX_TMPDIR/tmux-UID, falling back to
     /tmp/tmux-UID when TMUX_TMPDIR is unset or not a directory (tmux 3.3 does the same)."""
@@ -342,15 +359,24 @@ class Tmux:
         return self.run("has-session", "-t", f"={name}", check=False).returncode == 0
 
     def new_session(self, name: str, argv: list[str], cwd: str, options: dict[str, str],
-                    session_options: dict[str, str] | None = None, hooks: dict[str, str] | None = None) -> str:
+                    session_options: dict[str, str] | None = None, hooks: dict[str, str] | None = None,
+                    window: str | None = None) -> str:
         """Start a detached session whose only pane runs argv; return the pane id. The options
         are set in the same tmux invocation, before the server's event loop can reap a command
         that exits at once, so a dead jail stays visible instead of taking its window with it.
         session_options (e.g. default-command) are set on the session only, in the same call."""
         target = f"={name}:"
+        # -n: the window is named after the CLI (tmux's automatic name would be the pane's current
+        # command: python3, bwrap, strace), and so is each new window of the session.
+        window = window or options.get("@tmuxjail_provider")
         # -P -F: the pane id, and where the server really put its socket (refresh_socket).
-        args = ["new-session", "-d", "-s", name, "-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id} #{socket_path}",
-                *map(W, argv)]
+        args = ["new-session", "-d", "-s", name, "-c", W(start_dir(cwd)), *(["-n", W(window)] if window else []),
+                "-P", "-F", "#{pane_id} #{socket_path}", *map(W, argv)]
+        if window:
+            args += [";", "set-hook", "-t", target, "after-new-window", W(f"rename-window {window}-shell")]
+        # silence-action any: the agent's window is the session's only one, its current one, and
+        # under tmux's default (other) it would never alert.
+        args += [";", *waiting_alert("-t", target, scope=""), ";", "set-option", "-t", target, "silence-action", "any"]
         for key, value in (session_options or {}).items():
             args += [";", "set-option", "-t", target, key, W(value)]
         # Pane hooks (pane-died) live on windows, not sessions: these go on the session's first
@@ -372,12 +398,12 @@ class Tmux:
         return pane
 
     def new_pane(self, how: str, target: str, argv: list[str], cwd: str, options: dict[str, str],
-                 detach: bool = False, split: str = "v") -> str:
+                 detach: bool = False, split: str = "v", window: str | None = None) -> str:
         """A jailed pane in someone else's session: a new window after `target`'s window (how =
         "window") or a split of the pane `target` (how = "split", split "h" or "v"). Its options
         are set on the pane only, so the other panes of that window and session stay ordinary."""
         if how == "window":
-            args = ["new-window", "-a", "-t", W(target)]
+            args = ["new-window", "-a", "-t", W(target), *(["-n", W(window)] if window else [])]
         else:
             args = ["split-window", "-h" if split == "h" else "-v", "-t", W(target)]
         args += ["-c", W(start_dir(cwd)), "-P", "-F", "#{pane_id}", *map(W, argv)]
@@ -388,6 +414,8 @@ class Tmux:
                  ";", "set-option", "-p", "allow-passthrough", "off"]
         for key, value in options.items():
             args += [";", "set-option", "-p", key, W(value)]
+        if how == "window" and options:  # an agent's own window (not a shell's; a split's is the user's)
+            args += [";", *waiting_alert()]
         if detach:
             args += [";", "last-window" if how == "window" else "last-pane"]
         return self.first_line(self._exec(args), args[0])

@@ -32,3 +32,17 @@ def test_pane_kind_needs_the_fingerprint_in_the_start_command():
     assert kind(f"exec python -I -m tmuxjail _pane --id X --fp {fp}", fp) == "shell"
     assert kind(launcher, "sha256:" + "b" * 64) is None  # another jail's launcher
     assert kind("bash", fp) is None and kind("", fp) is None and kind(launcher, None) is None
+
+
+def test_the_status_snippet_searches_what_list_searches():
+    """tmux.conf.example's ` waiting` mark uses tmux's own search with SCREEN_SEARCH (issue 28)."""
+    from pathlib import Path
+
+    from tmuxjail.activity import SCREEN_SEARCH
+
+    conf = Path(__file__).resolve().parents[2] / "tmux.conf.example"
+    if not conf.exists():
+        import pytest
+
+        pytest.skip("not run from a source tree")
+    assert f"#{{C/ri:{SCREEN_SEARCH}}}" in conf.read_text()

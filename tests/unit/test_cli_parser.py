@@ -19,6 +19,9 @@ LINES = [
     ["approve", "codex", "--candidate", "c-1"], ["approvals", "--all"], ["revoke", "codex"],
     ["certify", "codex", "--mode", "isolated"], ["preflight", "codex", "--mode", "verified", "--json"],
     ["discover", "show", "codex-app-1", "--json"],
+    ["attach", "app", "--json"], ["rename", "a", "b"], ["stop", "--all", "--workspace", "/w"],
+    ["prune", "--homes", "--dry-run"], ["list", "--workspace", "/w", "--provider", "codex"],
+    ["menu", "_stop", "0e0e0e0e-0000-4000-8000-000000000000", "-c", "c"],
 ]
 
 
@@ -35,7 +38,7 @@ def test_the_one_subparser_parses_as_the_whole_parser(argv):
 
 @pytest.mark.parametrize("argv", [
     ["start", "codex", "--mode", "bogus"], ["start"], ["start", "codex", "--here", "--split", "v"],
-    ["list", "--json", "--ndjson"], ["stop"], ["start", "codex", "--no-such-flag"],
+    ["list", "--json", "--ndjson"], ["stop", "--workspace"], ["start", "codex", "--no-such-flag"],
 ])
 def test_the_one_subparser_refuses_as_the_whole_parser(argv, capsys):
     errors = []

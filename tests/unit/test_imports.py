@@ -49,6 +49,8 @@ SEAMS = {
     ("tmuxjail.menu", "tmuxjail.commands.start"): "a start-menu item: the policy code",
     ("tmuxjail.menu", "tmuxjail.plan"): "a start-menu item: the policy code",
     ("tmuxjail.menu", "tmuxjail.commands.shell"): "the shell key: the policy code",
+    ("tmuxjail.menu", "tmuxjail.commands.resume"): "a resume-menu item: the policy code",
+    ("tmuxjail.menu", "tmuxjail.commands.stop"): "the stop prompt's answer",
     ("tmuxjail.menu", "tmuxjail.profiles"): "the start menu only (pydantic)",
     ("tmuxjail.menu", "tmuxjail.config"): "the start menu only",
     # The launcher runs on every start, stdlib only: it imports what a check needs when it runs.

@@ -469,3 +469,11 @@ def test_a_config_accepting_no_namespace_of_its_own_records_no_such_share():
     assert pol["limits"]["user"] == [] and pol["limits"]["ptys"] == -1 and pol["limits"]["nproc"] == 1024
     assert "--dev-bind" not in Bwrap().wrap(pol, ["x"], LAYOUT)
     assert policy.fingerprint(pol) != policy.fingerprint(resolve(user_limits=USER_LIMITS))
+
+
+def test_default_mode_must_be_allowed():
+    """Issue 28: a default_mode that allowed_modes excludes is an error naming both; unset, the
+    default is the first mode the list allows."""
+    with pytest.raises(config.ConfigError, match="default_mode 'compatibility' is not in allowed_modes"):
+        config.parse('default_mode = "compatibility"\nallowed_modes = ["isolated"]\n', "c.toml")
+    assert config.parse('allowed_modes = ["verified", "isolated"]\n', "c.toml").default_mode == "isolated"

@@ -35,6 +35,8 @@ ALLOW_DOMAIN_HELP = ("under --network proxy, the default in isolated and verifie
 COMMANDS = {
     "start": "start:run",
     "resume": "resume:run",
+    "attach": "manage:run_attach",
+    "rename": "manage:run_rename",
     "list": "list:run",
     "prune": "prune:run",
     "show": "show:run",
@@ -63,6 +65,33 @@ NO_HOME = ("completion", "doctor", "profiles")
 def handler(name: str, table: dict[str, str] = COMMANDS, package: str = "tmuxjail.commands"):
     module, _, func = table[name].partition(":")
     return getattr(import_module(f"{package}.{module}"), func)
+
+
+class _Verbs(tuple):
+    """The menu's actions as help, errors and completion list them; its internal ones (what menu
+    items and prompts run: `menu _start|_resume|_stop ...`) are accepted but never listed."""
+
+    def __contains__(self, word: object) -> bool:
+        return word in ("_start", "_resume", "_stop") or tuple.__contains__(self, word)
+
+
+STATUS_HELP = """status words (STATUS column; `--json`: status, with exit_status, signal, reasons):
+  running      the CLI runs in its jailed pane
+  exited(N)    the CLI ended with exit status N; the pane stays; `tmuxjail resume NAME`
+               relaunches it in the same jail
+  killed(SIG)  the CLI was ended by signal SIG; resume relaunches it
+  gone         the tmux session or pane is no more (a server restart, a killed window);
+               resume relaunches it
+  unreachable  its tmux server exists but does not answer (it may still run there)
+  failed       the sandbox did not start (see `tmuxjail show NAME` for why)
+  stopped      `tmuxjail stop` ended it (shown with --all); the record stays
+  mismatch(R)  (with --check) a resume would be refused: the policy changed; R names what (mode,
+               profile, executable, config, workspace, network, tampered...)
+  unjailed     a pane of a jailed session that does not run inside the jail (not protected)
+  ...!audit(N) N findings of the session's last audit to review: `tmuxjail audit NAME`
+AGENT column: working (the CLI shows its busy footer), waiting (it waits for you: a prompt, a
+  question, an approval); for shells, whether a command runs. KIND: agent (the CLI's pane), shell
+  (a login shell inside the same jail), unjailed."""
 
 
 class _Unbuilt:
@@ -157,13 +186,29 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="move the session to today's policy (asks on a terminal; verified mode needs the new approval first)")
     r.add_argument("--json", action="store_true", help="print JSON")
 
+    a = cmd("attach", "reattach a live session: nothing is relaunched (resume relaunches a CLI that ended)",
+            "tmuxjail attach app")
+    a.add_argument("name")
+    a.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the session (key bindings pass it)")
+    a.add_argument("--json", action="store_true", help="print JSON")
+
+    rn = cmd("rename", "rename a session (its record, and its tmux session when tmuxjail owns it)",
+             "tmuxjail rename codex-app-1a2b app")
+    rn.add_argument("name", metavar="OLD")
+    rn.add_argument("new", metavar="NEW")
+    rn.add_argument("--json", action="store_true", help="print JSON")
+
     ls = cmd("list", "list sessions with their effective modes", "tmuxjail list --json")
+    if not isinstance(ls, _Unbuilt):
+        ls.epilog = "example:\n  tmuxjail list --json\n\n" + STATUS_HELP
     ls.add_argument("--all", action="store_true", help="include stopped sessions")
     ls.add_argument("--check", action="store_true",
                     help="recompute each policy as resume would, and show `mismatch` with reason codes (slower)")
     ls.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour the table (auto: on a terminal)")
     ls.add_argument("--server", metavar="SERVER",
                     help="only sessions of this tmux server (its -L name or socket path; default: every server)")
+    ls.add_argument("--workspace", metavar="DIR", help="only sessions whose workspace is DIR (or under it)")
+    ls.add_argument("--provider", choices=PROVIDERS, help="only sessions of this provider")
     lf = ls.add_mutually_exclusive_group()
     lf.add_argument("--json", action="store_true", help="print a JSON array")
     lf.add_argument("--ndjson", action="store_true", help="print one JSON object per line")
@@ -172,6 +217,9 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
              "tmuxjail prune --older-than 30d --dry-run")
     pn.add_argument("--older-than", metavar="AGE", help="only those unchanged for AGE (30d, 12h, 45m, 2w)")
     pn.add_argument("--dry-run", action="store_true", help="show what would be pruned")
+    pn.add_argument("--homes", action="store_true",
+                    help="instead: delete the private homes (isolated mode) of workspaces that no longer exist or "
+                         "have no session left, with their sizes (try --dry-run first)")
     pn.add_argument("--json", action="store_true", help="print JSON")
 
     sh = cmd("show", "show a session and its effective policy, in full", "tmuxjail show app --json")
@@ -179,8 +227,11 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     sh.add_argument("--json", action="store_true", help="print JSON")
     sh.add_argument("--network", action="store_true", help="the destinations its egress proxy allowed and denied")
 
-    st = cmd("stop", "stop a session (kills its tmux session; the record stays)", "tmuxjail stop app")
-    st.add_argument("name")
+    st = cmd("stop", "stop a session (kills its tmux session; the record stays)",
+             "tmuxjail stop app\n  tmuxjail stop --all --workspace ~/src/app")
+    st.add_argument("name", nargs="?", help="the session (or --all)")
+    st.add_argument("--all", action="store_true", help="stop every live session (with --workspace: of that workspace)")
+    st.add_argument("--workspace", metavar="DIR", help="with --all: only sessions whose workspace is DIR (or under it)")
     st.add_argument("--json", action="store_true", help="print JSON")
 
     sl = cmd("shell", "open your login shell in a new window, inside the same jail as a session", "tmuxjail shell app")
@@ -198,7 +249,7 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
 
     mn = cmd("menu", "run (or --print) the tmux menu/popup behind a tmux.conf.example key",
              "tmuxjail menu start --print")
-    mn.add_argument("action", choices=("start", "resume", "list", "shell", "policy", "stop", "_start"),
+    mn.add_argument("action", choices=_Verbs(("start", "resume", "list", "shell", "policy", "stop")),
                     metavar="{start,resume,list,shell,policy,stop}")
     mn.add_argument("-c", dest="client", metavar="CLIENT", help="tmux client (bindings pass '#{client_name}')")
     mn.add_argument("-t", dest="pane", metavar="PANE", help="tmux pane (bindings pass '#{pane_id}')")

@@ -20,6 +20,8 @@ def run(call: Call) -> Result:
     for c in results:
         mark = "ok  " if c["ok"] else ("FAIL" if c["required"] else "warn")
         lines.append(f"{mark}  {c['check']}: {c['detail']}")
+        if c.get("breaks"):
+            lines.append(f"      breaks: {c['breaks']}")
         if c["fix"]:
             lines.append(f"      fix: {c['fix']}")
     return Result({"ok": not failed, "checks": results}, "\n".join(lines), code=1 if failed else 0)

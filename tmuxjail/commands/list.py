@@ -20,6 +20,11 @@ def run(call: Call) -> Result:
 
         check = plan.listed
     rows = status.rows(call.ctx, include_stopped=a.all, check=check, server=a.server)
+    if a.workspace:
+        top = os.path.realpath(os.path.expanduser(a.workspace))
+        rows = [d for d in rows if status.under(d["workspace"], top)]
+    if a.provider:
+        rows = [d for d in rows if d["provider"] == a.provider]
     if call.json:
         return Result(listing.public(rows))
     text = listing.render(rows, "ndjson" if a.ndjson else "table", listing.use_color(a.color, sys.stdout),

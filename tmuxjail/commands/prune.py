@@ -6,7 +6,7 @@ exists but does not answer (`unreachable`: it may be running there). A row is de
 checked (same status and update time), and each deletion leaves a `prune` event with what the
 row said. The session's network directory goes with it (its log: `show --network` reads it only
 through the row; a live proxy's socket is never removed). Private homes, workspaces and the event
-log are not touched."""
+log are not touched. `--homes` deletes private homes instead (prune_homes)."""
 
 from __future__ import annotations
 
@@ -85,8 +85,98 @@ def forget_network(directory: str) -> None:
         pass
 
 
+def home_candidates(ctx: Context) -> list[dict]:
+    """Private homes of workspaces (homes/<provider>/ws-*, not `--env` homes, which are shared on
+    purpose) whose sessions are all over and whose workspaces are all gone, or that no session
+    names at all. A home a live session (running, exited, gone: resumable) uses is kept."""
+    by_home: dict[str, list[dict]] = {}
+    for d in rows(ctx, include_stopped=True, activity=False):
+        if d["kind"] == "agent" and d["private_home"]:
+            by_home.setdefault(os.path.realpath(d["private_home"]), []).append(d)
+    out = []
+    top = ctx.paths.homes
+    for provider in sorted(os.listdir(top)) if top.is_dir() else []:
+        pdir = top / provider
+        if pdir.is_symlink() or not pdir.is_dir():
+            continue
+        for entry in sorted(os.listdir(pdir)):
+            home = pdir / entry
+            if not entry.startswith("ws-") or home.is_symlink() or not home.is_dir():
+                continue
+            sessions = by_home.get(os.path.realpath(home), [])
+            if any(d["status"] not in PRUNABLE for d in sessions):
+                continue
+            workspaces = sorted({d["workspace"] for d in sessions if d["workspace"]})
+            if sessions and any(os.path.isdir(w) for w in workspaces):
+                continue
+            out.append({"home": str(home), "provider": provider, "bytes": disk_usage(home),
+                        "workspaces": workspaces, "sessions": [d["name"] for d in sessions],
+                        "why": "its workspace no longer exists" if sessions else "no session uses it"})
+    return out
+
+
+def disk_usage(path) -> int:
+    total = 0
+    for root, dirs, files in os.walk(path, onerror=lambda e: None):
+        for n in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def remove_tree(path: str) -> None:
+    """rmtree that also removes what a jail left unwritable (a directory mode 0555): the home is
+    ours, its modes are the jail's. Links are removed, never followed."""
+    import shutil
+    import stat
+    import sys
+
+    def again(func, p, _exc):
+        os.chmod(os.path.dirname(p), stat.S_IRWXU)
+        if os.path.isdir(p) and not os.path.islink(p):
+            os.chmod(p, stat.S_IRWXU)
+        func(p)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=again)
+    else:
+        shutil.rmtree(path, onerror=again)
+
+
+def prune_homes(ctx: Context, dry_run: bool) -> list[dict]:
+    found = home_candidates(ctx)
+    if dry_run:
+        return found
+    done = []
+    for c in found:
+        remove_tree(c["home"])
+        ctx.store.event("prune-home", None, home=c["home"], bytes=c["bytes"], workspaces=c["workspaces"])
+        done.append(c)
+    return done
+
+
+def size_text(n: int) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
 def run(call: Call) -> Result:
     a = call.args
+    if a.homes:
+        if a.older_than:
+            raise UsageError("--older-than is for sessions; --homes takes no age")
+        homes = prune_homes(call.ctx, a.dry_run)
+        verb = "would delete" if a.dry_run else "deleted"
+        total = sum(h["bytes"] for h in homes)
+        return Result({"dry_run": a.dry_run, "homes": homes, "bytes": total},
+                      f"{verb} {len(homes)} private home(s), {size_text(total)}"
+                      + "".join(f"\n  {size_text(h['bytes']):>7}  {h['home']}  ({h['why']}"
+                                + (f": {', '.join(h['workspaces'])})" if h["workspaces"] else ")") for h in homes))
     done = prune(call.ctx, parse_age(a.older_than), a.dry_run)
     verb = "would prune" if a.dry_run else "pruned"
     space = None if a.dry_run else call.ctx.store.reclaim()

@@ -31,7 +31,7 @@ def shell(ctx: Context, name: str, detach: bool = False) -> dict:
     pol = plan.checked(ctx, row, "open a shell in it", "shell-refused")  # refuse here, not in a dead pane
     cwd = json.loads(row.request)["workspaces"][0]
     pane = ctx.tmux.new_pane("window", f"={row.tmux_session}:", jail.helper_argv(row.id, row.fingerprint), cwd,
-                             {}, detach=True)
+                             {}, detach=True, window=f"{row.provider}-shell")
     failure = jail.wait_jailed(ctx.tmux, pane, jail.unguarded(pol))
     if failure:
         raise TmuxjailError(f"the shell did not start: {failure}", hint="the dead pane keeps the message")

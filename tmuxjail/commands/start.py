@@ -161,7 +161,7 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
         argv, options = jail.pane_argv(fp, spec.path), jail.options(row.id, pol, fp)
         if place is not None:
             pane = ctx.tmux.new_pane(place.kind, place.target, argv, workspaces[0], options,
-                                     detach=opts.detach, split=place.split)
+                                     detach=opts.detach, split=place.split, window=opts.provider)
         else:
             pane = ctx.tmux.new_session(name, argv, workspaces[0], options,
                                         session_options=jail.session_options(row.id, fp),

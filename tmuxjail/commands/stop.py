@@ -3,11 +3,13 @@ the record stays, with its last audit."""
 
 from __future__ import annotations
 
+import os
+
 from .. import audit, log, netproxy
 from ..context import Context, where_it_runs
-from ..errors import UsageError
+from ..errors import TmuxjailError, UsageError
 from ..render import Result
-from ..status import describe, kind, placement
+from ..status import describe, kind, placement, under
 from ..tmux import check_name
 from . import Call
 
@@ -43,8 +45,35 @@ def stop(ctx: Context, name: str) -> dict:
     return describe(ctx, store.find(name))
 
 
+def stop_all(ctx: Context, workspace: str | None) -> dict:
+    """Every live session (of that workspace, or under it); one that cannot be stopped is
+    reported and the others are still stopped."""
+    done, failed = [], []
+    for row in ctx.readonly_store().sessions():
+        if workspace is not None and not under(row.workspace, workspace):
+            continue
+        try:
+            done.append(stop(ctx, row.id))
+        except TmuxjailError as exc:
+            failed.append({"name": row.name, "error": exc.message, "hint": exc.hint})
+    return {"stopped": done, "failed": failed}
+
+
 def run(call: Call) -> Result:
-    ctx = call.ctx
+    ctx, a = call.ctx, call.args
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
-    d = stop(ctx, call.args.name)
+    if a.all == bool(a.name) or (a.workspace and not a.all):
+        raise UsageError("name one session, or --all (with --workspace DIR for that workspace's only)",
+                         hint="tmuxjail stop NAME | tmuxjail stop --all [--workspace DIR]")
+    if a.all:
+        got = stop_all(ctx, canonical(a.workspace) if a.workspace else None)
+        text = "\n".join([f"stopped {len(got['stopped'])} session(s)",
+                          *(f"  {d['name']}" for d in got["stopped"]),
+                          *(f"  not stopped: {f['name']}: {f['error']}" for f in got["failed"])])
+        return Result(got, text, code=1 if got["failed"] else 0)
+    d = stop(ctx, a.name)
     return Result(d, f"stopped {d['name']}")
+
+
+def canonical(path: str) -> str:
+    return os.path.realpath(os.path.expanduser(path))
