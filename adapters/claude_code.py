@@ -21,11 +21,12 @@ class ClaudeCode(Adapter):
     def new_native_id(self) -> str | None:
         return new_uuid()
 
-    def start_argv(self, exe, native_id, extra):
+    def start_argv(self, exe, native_id, extra, home="", cwd=""):
         return [*exe, *(["--session-id", native_id] if native_id else []), *extra]
 
-    def resume_argv(self, exe, native_id, extra):
-        return [*exe, *(["--resume", native_id] if native_id else ["--continue"])]
+    def resume_argv(self, exe, native_id, extra, home="", cwd=""):
+        # Never --continue ("the most recent conversation in the current directory"): another's.
+        return [*exe, *(["--resume", native_id] if native_id else [])]
 
     def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
         env = super().env(home, mode, uid)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from .. import jail, log, plan
+from .. import conversation, jail, log, plan
 from ..adapters import get as get_adapter
 from ..config import network_fix
 from ..context import Context, where_it_runs
@@ -70,8 +70,10 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     # The pane is gone or dead: relaunch the CLI's own resume, in the same jail.
     adapter = get_adapter(row.provider)
     r = row.request_data
+    native_id = conversation.learn(ctx, row, adapter.conversation, jailed[0] if jailed else None)
     exe = adapter.own_sandbox_off(cli_argv_from_policy(pol), pol.mode.value, pol.backend)
-    cli_argv = adapter.backend_resume_argv(pol.backend, exe, row.native_id, list(r.get("args", ())))
+    cli_argv = adapter.backend_resume_argv(pol.backend, exe, native_id, list(r.get("args", ())), pol.home,
+                                           r["workspaces"][0])
     spec = jail.stage(ctx, row.id, fp, pol, adapter, jail.build(ctx, pol, cli_argv))
     with jail.spec_discarded_on_failure(spec):
         options = jail.options(row.id, pol, fp)
@@ -86,7 +88,10 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
                 store.update_session(row.id, status="stopped")
             raise
         store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
-        return jail.settle(ctx, row.id, row.tmux_session, pane, spec, "resume", pol, fp, detach)
+        result = jail.settle(ctx, row.id, row.tmux_session, pane, spec, "resume", pol, fp, detach)
+        if not native_id and row.provider != "shell":
+            result["conversation"] = "new"  # none of its own was recorded: never another's
+        return result
 
 
 def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
@@ -132,4 +137,8 @@ def run(call: Call) -> Result:
     if a.accept_changes and not confirm(f"Move {a.name} to today's policy and relaunch it?"):
         raise UsageError("--accept-changes asks on a terminal only, and was not confirmed")
     result = resume(ctx, a.name, detach=a.detach, accept_changes=a.accept_changes)
-    return Result(result, None if a.client else f"resumed {result['name']} ({result['mode']})", bring=result)
+    text = f"resumed {result['name']} ({result['mode']})"
+    if result.get("conversation") == "new":
+        text += ("; no conversation of its own was recorded (none had begun, or it could not be told from "
+                 "another session's), so a new one started")
+    return Result(result, None if a.client else text, bring=result)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from .. import netlog, profiles
 from ..audit import clean, latest
-from ..context import Context
+from ..adapters import get as get_adapter
+from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
 from ..render import Result, policy_text, session_text
 from ..status import describe
 from ..tmux import check_name
 from . import Call
+from .stop import learn_conversation
 
 
 def show(ctx: Context, name: str) -> dict:
@@ -17,6 +19,12 @@ def show(ctx: Context, name: str) -> dict:
     row = ctx.readonly_store().find(name)
     if row is None:
         raise UsageError(f"no session named {name!r}", hint="see: tmuxjail list --all")
+    if row.status != "stopped" and not row.native_id and get_adapter(row.provider).conversation is not None:
+        try:  # learned while its CLI runs (the file it holds open); show never fails on it
+            learn_conversation(where_it_runs(ctx, row, "show"), row)
+            row = ctx.store.find(name) or row
+        except TmuxjailError:
+            pass
     out = describe(ctx, row)
     pol = out["policy"] = row.policy_data
     out["request"] = row.request_data

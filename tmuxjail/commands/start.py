@@ -79,7 +79,7 @@ def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> di
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode.value, pol.backend)
-    launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args)))
+    launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0]))
     data = as_data(pol)
     spec = ctx.paths.spool / "<session-id>-<token>.json"
     out = {"dry_run": True, "provider": opts.provider, "mode": pol.mode.value, "fingerprint": fp,
@@ -98,7 +98,8 @@ def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> di
         tty = os.ttyname(0) if os.isatty(0) else None  # a real start: the pane's, from the launcher
         layout = mac_layout(mac, ctx.tmux.socket, ctx.env, tty=tty)
         text, params = seatbelt.profile(mac, layout)
-        mac_cli = p.adapter.start_argv(p.resolved.argv, native_id, [*p.adapter.seatbelt_args, *opts.args])
+        mac_cli = p.adapter.start_argv(p.resolved.argv, native_id, [*p.adapter.seatbelt_args, *opts.args],
+                                       pol.home, workspaces[0])
         out.update(policy=mac, fingerprint=fingerprint(mac),
                    sandbox_argv=seatbelt.Seatbelt().wrap(mac, mac_cli, layout),
                    seatbelt_profile=text, seatbelt_params=params)
@@ -118,7 +119,7 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.argv, pol.mode.value, pol.backend)
-    cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
+    cli_argv = adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0])
     launch = jail.build(ctx, pol, cli_argv)
     if opts.backend == "seatbelt":
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")

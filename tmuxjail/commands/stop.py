@@ -3,7 +3,8 @@ the record stays, with its last audit."""
 
 from __future__ import annotations
 
-from .. import audit, log, netproxy
+from .. import audit, conversation, log, netproxy
+from ..adapters import get as get_adapter
 from ..context import Context, where_it_runs
 from ..errors import UsageError
 from ..render import Result
@@ -19,6 +20,14 @@ def kill_placed(tmux, row) -> None:
             tmux.run("kill-pane", "-t", p.pane_id, check=False)
 
 
+def learn_conversation(ctx: Context, row) -> None:
+    conv = get_adapter(row.provider).conversation
+    if conv is None or row.native_id:
+        return
+    mine = [p for p in ctx.tmux.panes() if p.tmuxjail_id == row.id and kind(p.start_command, row.fingerprint)]
+    conversation.learn(ctx, row, conv, mine[0] if mine else None)
+
+
 def stop(ctx: Context, name: str) -> dict:
     check_name(name)
     store = ctx.store
@@ -26,6 +35,7 @@ def stop(ctx: Context, name: str) -> dict:
     if row is None or row.status == "stopped":
         raise UsageError(f"no live session named {name!r}", hint="see: tmuxjail list")
     ctx = where_it_runs(ctx, row, "stop")
+    learn_conversation(ctx, row)  # while its CLI still runs: the one moment its open file says it
     if placement(row) != "session":  # a window or split in someone else's session
         kill_placed(ctx.tmux, row)
     elif ctx.tmux.has_session(row.tmux_session):
