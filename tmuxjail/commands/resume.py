@@ -14,7 +14,7 @@ from ..errors import UsageError
 from ..model import Mode, Policy
 from ..policy import as_data
 from ..render import Result, confirm
-from ..status import describe, is_jail_pane
+from ..status import describe, is_jail_pane, placement
 from ..tmux import check_name
 from . import Call
 
@@ -53,14 +53,17 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
                           hint)
     assert pol is not None  # the recorded fingerprint comes with a policy
     panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
+    if placement(row) != "session":  # a window or split in someone else's session: its own panes only
+        panes = [p for p in panes if p.tmuxjail_id == row.id]
     jailed = [p for p in panes if is_jail_pane(p, row)]
+    # A stopped session cannot be stopped again: its hint never sends the user to `stop` (28.3).
+    fix = (f"start a new session (`tmuxjail list --all` shows {name})" if row.status == "stopped"
+           else f"stop it with `tmuxjail stop {name}` and start a new one")
     if panes and not jailed:
-        raise plan.refuse(row, ["tampered"], f"{name}: the tmux session has no pane with this jail's fingerprint",
-                          f"stop it with `tmuxjail stop {name}` and start a new one")
+        raise plan.refuse(row, ["tampered"], f"{name}: the tmux session has no pane with this jail's fingerprint", fix)
     for p in jailed:
         if ctx.tmux.pane_option(p.pane_id, "@tmuxjail_fp") != row.fingerprint:
-            raise plan.refuse(row, ["tampered"], f"{name}: the pane's @tmuxjail_fp does not match the store",
-                              f"stop it with `tmuxjail stop {name}`")
+            raise plan.refuse(row, ["tampered"], f"{name}: the pane's @tmuxjail_fp does not match the store", fix)
     live = [p for p in jailed if p.pane_dead != "1"]
     if live:
         store.event("reattach", row.id, fingerprint=fp)
@@ -82,13 +85,13 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
             # Before the pane exists: its launcher refuses a session the store still calls stopped.
             store.update_session(row.id, status="starting")
         try:
-            pane = _relaunch(ctx, row, jailed, argv, options, pol, fp)
+            pane = _relaunch(ctx, row, jailed, argv, options, pol, fp, detach)
         except BaseException:
             if row.status == "stopped":
                 store.update_session(row.id, status="stopped")
             raise
         store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
-        result = jail.settle(ctx, row.id, row.tmux_session, pane, spec, "resume", pol, fp, detach)
+        result = jail.settle(ctx, row.id, row.name, pane, spec, "resume", pol, fp, detach)
         if not native_id and row.provider != "shell":
             result["conversation"] = "new"  # none of its own was recorded: never another's
         return result
@@ -104,12 +107,25 @@ def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
     return f"it ran with network {old} and {now}: to resume it as it was, {keep}{move}"
 
 
-def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str) -> str:
+def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str,
+              detach: bool) -> str:
     """The new pane: respawned in place of the dead one, or in a new tmux session."""
     r = row.request_data
     if jailed:
         ctx.tmux.respawn(jailed[0].pane_id, argv, r["workspaces"][0], options)
         return str(jailed[0].pane_id)
+    if placement(row) != "session":
+        # A stopped --here/--split jail: a new window of the session it came from, while it exists;
+        # else a session of its own, named after it.
+        if ctx.tmux.has_session(row.tmux_session):
+            return str(ctx.tmux.new_pane("window", f"={row.tmux_session}:", argv, r["workspaces"][0], options,
+                                         detach=detach))
+        if ctx.tmux.has_session(row.name):
+            raise UsageError(f"{row.name}: the tmux session it came from ({row.tmux_session!r}) is gone, and a tmux "
+                             f"session named {row.name!r} already exists", hint=f"tmux kill-session -t ={row.name}, "
+                             f"or start a new session")
+        ctx.store.update_session(row.id, tmux_session=row.name)
+        row = row._replace(tmux_session=row.name)
     return str(ctx.tmux.new_session(row.tmux_session, argv, r["workspaces"][0], options,
                                     session_options=jail.session_options(row.id, fp),
                                     hooks=jail.session_hooks(row.id, pol)))

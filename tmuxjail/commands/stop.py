@@ -32,8 +32,10 @@ def stop(ctx: Context, name: str) -> dict:
     check_name(name)
     store = ctx.store
     row = store.find(name)
-    if row is None or row.status == "stopped":
+    if row is None:
         raise UsageError(f"no live session named {name!r}", hint="see: tmuxjail list")
+    if row.status == "stopped":  # never a hint back to resume's "stop it" (28.3)
+        raise UsageError(f"{name} is stopped already", hint=f"bring it back with `tmuxjail resume {name}`")
     ctx = where_it_runs(ctx, row, "stop")
     learn_conversation(ctx, row)  # while its CLI still runs: the one moment its open file says it
     if placement(row) != "session":  # a window or split in someone else's session

@@ -1,0 +1,65 @@
+"""The everyday path, second round (issue 28): what a new user met that was wrong, on a real tmux
+server with real bubblewrap and the stand-in CLIs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def inside(env, pane: str) -> dict:
+    """The environment of a process running in tmux pane `pane`, as tmux gives it."""
+    tmux_var = env.tmux("display-message", "-p", "-t", pane, "#{socket_path},#{pid},#{session_id}").strip()
+    return {"TMUX": tmux_var.replace(",$", ","), "TMUX_PANE": pane}
+
+
+def run_inside(env, pane: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-P", "-m", "tmuxjail", *args], env=env.environ(**inside(env, pane)),
+                          cwd=env.ws, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+
+def panes_of(env, session: str) -> list[str]:
+    return env.tmux("list-panes", "-s", "-t", f"={session}", "-F", "#{pane_id}").split()
+
+
+def test_a_stopped_here_or_split_jail_is_resumed_in_the_session_it_came_from(jail_env):
+    """28.3: resume called it "tampered" and said to stop it; stop said there was no live session."""
+    env = jail_env
+    env.tmux("new-session", "-d", "-s", "mine", "-c", str(env.ws))
+    mine = env.tmux("display-message", "-p", "-t", "=mine:", "#{pane_id}").strip()
+    for args in (["--here", "--name", "w"], ["--split", "h", "--name", "s"]):
+        proc = run_inside(env, mine, "start", "shell", "--mode", "isolated", *args, "--json")
+        assert proc.returncode == 0, proc.stderr
+    for name in ("w", "s"):
+        env.run("stop", name, check=True)
+    again = env.run("stop", "w")
+    assert again.returncode != 0 and "stopped already" in again.stderr and "tmuxjail resume w" in again.stderr
+    assert panes_of(env, "mine") == [mine]
+    for name in ("w", "s"):
+        out = env.json("resume", name, "--detach")
+        assert out["status"] == "running" and out["tmux_session"] == "mine", out
+        assert out["tmux_pane"] in panes_of(env, "mine")
+    assert sorted(r["name"] for r in env.json("list")) == ["s", "w"]
+    # The session it came from is gone: a session of its own, named after it.
+    env.run("stop", "w", check=True)
+    env.tmux("kill-session", "-t", "=mine")
+    out = env.json("resume", "w", "--detach")
+    assert out["status"] == "running" and out["tmux_session"] == "w"
+    assert env.tmux("display-message", "-p", "-t", out["tmux_pane"], "#{session_name}").strip() == "w"
+
+
+def test_the_refusal_of_a_stopped_session_never_sends_the_user_to_stop(jail_env):
+    env = jail_env
+    env.tmux("new-session", "-d", "-s", "mine", "-c", str(env.ws))
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "x", "--detach")
+    env.run("stop", "x", check=True)
+    # A pane that is not the jail's took its tmux session's name.
+    env.tmux("new-session", "-d", "-s", "x", "-c", str(env.ws))
+    proc = env.run("resume", "x", "--detach")
+    assert proc.returncode == 3 and "tmuxjail stop" not in proc.stderr, proc.stderr
+    assert json.loads(env.run("show", "x", "--json").stdout)["status"] == "stopped"
