@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -63,3 +64,20 @@ def test_the_refusal_of_a_stopped_session_never_sends_the_user_to_stop(jail_env)
     proc = env.run("resume", "x", "--detach")
     assert proc.returncode == 3 and "tmuxjail stop" not in proc.stderr, proc.stderr
     assert json.loads(env.run("show", "x", "--json").stdout)["status"] == "stopped"
+
+
+def test_a_start_from_inside_a_jail_says_so(jail_env):
+    """28.18: tmux's error about a socket the jail cannot see, instead of what is going on."""
+    env = jail_env
+    # Compatibility shows the host's files, tmuxjail among them (a strict jail has no Python of ours).
+    info = env.json("start", "shell", "--mode", "compatibility", "--workspace", str(env.ws), "--name", "j",
+                    "--detach")
+    out, rc = env.ws / "inside.err", env.ws / "inside.rc"
+    (env.ws / "tj").write_text(f"#!/bin/sh\nexec {sys.executable} -P -m tmuxjail \"$@\"\n")
+    (env.ws / "tj").chmod(0o755)
+    env.tmux("send-keys", "-t", info["tmux_pane"], "-l",
+             f"{env.ws}/tj start shell --detach 2>{out}; echo $? >{rc}\n")
+    wait_until(lambda: rc.exists() and rc.read_text().strip(), 30, "the start from inside the jail")
+    err = out.read_text()
+    assert rc.read_text().strip() != "0"
+    assert "you are inside a tmuxjail jail" in err and "Traceback" not in err, err

@@ -10,7 +10,7 @@ from .. import conversation, jail, log, plan
 from ..adapters import get as get_adapter
 from ..config import network_fix
 from ..context import Context, where_it_runs
-from ..errors import UsageError
+from ..errors import UsageError, refuse_inside_jail
 from ..model import Mode, Policy
 from ..policy import as_data
 from ..render import Result, confirm
@@ -148,6 +148,7 @@ def _accept_changes(ctx: Context, row, fp: str, pol: Policy, reasons: list[str],
 
 
 def run(call: Call) -> Result:
+    refuse_inside_jail(call.ctx.env, "resume")
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
     if a.accept_changes and not confirm(f"Move {a.name} to today's policy and relaunch it?"):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .. import audit, jail, log, restrict, warm
 from ..canon import fingerprint
 from ..context import Context
-from ..errors import NotApproved, UsageError
+from ..errors import NotApproved, UsageError, refuse_inside_jail
 from ..host import mac_layout
 from ..policyview import GIT_WRITE, as_data
 from ..registry import Mode
@@ -127,7 +127,12 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     ctx.tmux.require()
     warn_git_write(pol)
     store = ctx.store
-    name = opts.name or auto_name(opts.provider, workspaces[0], store.names())
+    name = opts.name or auto_name(opts.provider, workspaces[0], store.names(include_stopped=True))
+    old = store.find(name) if opts.name else None
+    if old is not None and old.status == "stopped":  # never two records of one name (28.19)
+        raise UsageError(f"a stopped session named {name!r} exists (its record and last audit are kept)",
+                         hint=f"bring it back with `tmuxjail resume {name}`, or pick another --name "
+                              "(`tmuxjail prune` forgets stopped sessions)")
     # A tmux session of that name is refused by new-session itself (one tmux run less before
     # the pane): the row made meanwhile is then forgotten (DuplicateSession below).
     request = {"provider": opts.provider, "mode": pol.mode.value, "workspaces": list(workspaces),
@@ -204,6 +209,7 @@ def dry_run_text(result: dict) -> str:
 
 
 def run(call: Call) -> Result:
+    refuse_inside_jail(call.ctx.env, "start")
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
     opts = options(call)
