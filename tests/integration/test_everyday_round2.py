@@ -81,3 +81,15 @@ def test_a_start_from_inside_a_jail_says_so(jail_env):
     err = out.read_text()
     assert rc.read_text().strip() != "0"
     assert "you are inside a tmuxjail jail" in err and "Traceback" not in err, err
+
+
+def test_the_name_of_a_stopped_record_is_refused_with_the_fix(jail_env):
+    """28.19: `--name` of a stopped record made a second record of that name."""
+    env = jail_env
+    args = ("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "n", "--detach")
+    env.json(*args)
+    env.run("stop", "n", check=True)
+    proc = env.run(*args)
+    assert proc.returncode == 2 and "tmuxjail resume n" in proc.stderr and "Traceback" not in proc.stderr
+    assert [r["name"] for r in env.json("list", "--all")] == ["n"]
+    assert env.json("resume", "n", "--detach")["status"] == "running"  # the fix it gave works
