@@ -4,6 +4,7 @@ server with real bubblewrap and the stand-in CLIs."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -93,3 +94,34 @@ def test_the_name_of_a_stopped_record_is_refused_with_the_fix(jail_env):
     assert proc.returncode == 2 and "tmuxjail resume n" in proc.stderr and "Traceback" not in proc.stderr
     assert [r["name"] for r in env.json("list", "--all")] == ["n"]
     assert env.json("resume", "n", "--detach")["status"] == "running"  # the fix it gave works
+
+
+FAKE_TMUX = """
+import os, socket, sys, time
+open("/proc/self/comm", "w").write("tmux: server")
+s = socket.socket(socket.AF_UNIX)
+s.bind("\\0" + sys.argv[1])
+s.listen()
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_an_abstract_tmux_socket_is_no_file_in_the_servers_cwd(jail_env):
+    """28.8: certify's test servers listen on abstract sockets (`@tmuxjail-certify-...`);
+    host.running_servers joined that name to the server's cwd, and the jail's mask of it then
+    made an empty file of that name in the user's current directory (the home, for certify)."""
+    from tmuxjail import host
+
+    env = jail_env
+    name = f"tmuxjail-certify-test-{os.getpid()}"
+    fake = subprocess.Popen([sys.executable, "-c", FAKE_TMUX, name], cwd=env.home, stdout=subprocess.PIPE, text=True)
+    try:
+        assert fake.stdout.readline().strip() == "ready"
+        assert not [p for p in host.running_servers(os.getuid()) if name in p]
+        env.json("start", "shell", "--mode", "compatibility", "--workspace", str(env.ws), "--name", "c", "--detach",
+                 cwd=env.home)
+        assert not [p.name for p in env.home.iterdir() if p.name.startswith("@")]
+    finally:
+        fake.kill()
+        fake.wait()
