@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from . import config, host, netbridge, paths
+from .profiles import executables
 from .errors import TmuxjailError
 from .model import Limits
 from .sandbox import bwrap, landlock, pids, seccomp
@@ -138,6 +139,8 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         add("tmux clipboard", clip != "on", f"set-clipboard {clip or 'unknown'} on {tmux.socket}"
             + (": any pane, jails included, can read your paste buffer (OSC 52 query)" if clip == "on" else ""),
             "tmux set -s set-clipboard external   (and the same in ~/.tmux.conf)", required=False)
+    for name, ok, detail, fix in cli_checks(tmux, env):
+        add(name, ok, detail, fix, required=False)
     on_path, detail = _on_server_path(tmux, env)
     add("tmuxjail on the tmux server's PATH", on_path, detail,
         'the keys of tmux.conf.example run `tmuxjail`: put its directory (e.g. ~/.local/bin) on PATH '
@@ -208,15 +211,44 @@ def _store(path: Path) -> tuple[bool, str, str]:
     return True, f"{path} (schema ok)", ""
 
 
+def server_path(tmux: Tmux, env: dict) -> tuple[str, str]:
+    """(the PATH the tmux server runs key commands with, where it came from): its global PATH, or
+    the caller's for a server tmuxjail will start."""
+    if tmux.binary and tmux.alive():
+        proc = tmux.run("show-environment", "-g", "PATH", check=False)
+        if proc.returncode == 0 and proc.stdout.startswith("PATH="):
+            return proc.stdout.strip()[5:], f"the PATH of the tmux server {tmux.socket}"
+    return env.get("PATH", os.defpath), "this shell's PATH (no tmux server yet)"
+
+
+def cli_checks(tmux: Tmux, env: dict) -> list[tuple[str, bool, str, str]]:
+    """Each agent CLI, looked up where the start menu looks for it: on the tmux server's PATH.
+    One this shell finds but the server does not is shown greyed in the menu (28.6)."""
+    path, source = server_path(tmux, env)
+    out = []
+    for provider, display, names in executables():
+        if provider == "shell":
+            continue
+        there = next((f for n in names if (f := shutil.which(n, path=path))), None)
+        here = next((f for n in names if (f := shutil.which(n, path=env.get("PATH", os.defpath)))), None)
+        if there:
+            out.append((f"{display} on the tmux server's PATH", True, f"{there} on {source}", ""))
+        elif here:
+            d = os.path.dirname(here)
+            out.append((f"{display} on the tmux server's PATH", False,
+                        f"{here} is on this shell's PATH but not on {source}: the start menu greys it out",
+                        f'tmux set-environment -g PATH "{d}:{path}"   (and put {d} on PATH in your shell profile '
+                        "before tmux starts)"))
+        else:
+            out.append((f"{display} on the tmux server's PATH", True,
+                        f"not installed ({' or '.join(names)} on neither PATH)", ""))
+    return out
+
+
 def _on_server_path(tmux: Tmux, env: dict) -> tuple[bool, str]:
     """The keys run `tmuxjail` through the tmux server's global PATH (the caller's, for a server
     tmuxjail will start)."""
 
-    path = env.get("PATH", os.defpath)
-    source = "this shell's PATH (no tmux server yet)"
-    if tmux.binary and tmux.alive():
-        proc = tmux.run("show-environment", "-g", "PATH", check=False)
-        if proc.returncode == 0 and proc.stdout.startswith("PATH="):
-            path, source = proc.stdout.strip()[5:], f"the PATH of the tmux server {tmux.socket}"
+    path, source = server_path(tmux, env)
     found = shutil.which("tmuxjail", path=path)
     return bool(found), f"{found} on {source}" if found else f"not on {source}"

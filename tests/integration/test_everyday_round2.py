@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -125,3 +126,29 @@ def test_an_abstract_tmux_socket_is_no_file_in_the_servers_cwd(jail_env):
     finally:
         fake.kill()
         fake.wait()
+
+
+def test_doctor_checks_each_cli_on_the_tmux_servers_path_with_a_fix_that_works(env):
+    """28.6: the start menu greyed installed CLIs out as "not installed" (it looks them up on the
+    tmux server's PATH); doctor now names the cause and the fix."""
+    env.tmux("-f", "/dev/null", "new-session", "-d", "-s", "x", "-c", str(env.ws))
+    env.tmux("set-environment", "-g", "PATH", "/usr/bin:/bin")  # a server started before ~/bin was on PATH
+    # A key runs the menu with the server's environment.
+    server = {"PATH": "/usr/bin:/bin"}
+    out = "\n".join(shlex.split(env.run("menu", "start", "-t", "%0", "--print", check=True, env_extra=server).stdout))
+    assert "-codex        compatibility (default)   not on the tmux server's PATH" in out.splitlines()  # greyed
+    assert "not installed" not in out
+
+    def codex():
+        data = json.loads(env.run("doctor", "--json").stdout)
+        return next(c for c in data["checks"] if c["check"] == "Codex CLI on the tmux server's PATH")
+
+    bad = codex()
+    assert not bad["ok"] and str(env.bin) in bad["detail"] and not bad["required"]
+    fix = bad["fix"].split("   ")[0]
+    assert fix.startswith("tmux set-environment -g PATH ")
+    env.tmux(*shlex.split(fix)[1:])  # the fix, as given
+    assert codex()["ok"]
+    server["PATH"] = env.tmux("show-environment", "-g", "PATH").strip()[5:]
+    out = "\n".join(shlex.split(env.run("menu", "start", "-t", "%0", "--print", check=True, env_extra=server).stdout))
+    assert "codex        compatibility (default)" in out.splitlines()
