@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import pwd
 import shutil
 import sqlite3
 import sys
@@ -114,6 +115,8 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
 
     home = paths.home_problem(env)
     add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
+    for name, ok, detail, fix in dir_checks(paths.get(), home is None):
+        add(name, ok, detail, fix)
     add("tmux socket dir", *_socket_dir(tmux.socket))
     add("config", *_config())
     ok, detail, needed = _proxy()
@@ -147,6 +150,43 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         'in your shell profile and restart tmux, or: tmux set-environment -g PATH "$HOME/.local/bin:$PATH"',
         required=False)
     return out
+
+
+def dir_checks(p: paths.Paths, home_ok: bool) -> list[tuple[str, bool, str, str]]:
+    """HOME and the directories start writes (state: the store, specs, logs; data: private homes),
+    and the config directory it reads: each must be, or be creatable as, a directory of ours
+    (28.7: doctor said all was well while start failed and sent the user here)."""
+    wanted = [("state directory", p.state_dir, "XDG_STATE_HOME", os.W_OK),
+              ("data directory", p.data_dir, "XDG_DATA_HOME", os.W_OK),
+              ("config directory", p.config_dir, "XDG_CONFIG_HOME", os.R_OK)]
+    if home_ok:
+        wanted.insert(0, ("home writable", p.home, "HOME", os.W_OK))
+    out = []
+    for name, path, var, need in wanted:
+        why, at = _dir_problem(path, need)
+        fix = (f"move {at} out of the way, or export {var}=/a/directory/you/own" if why == "not a directory" else
+               f"sudo chown {_user()} {at} && chmod u+rwx {at}   (or export {var}=/a/directory/you/own)")
+        out.append((name, why is None, str(path) if why is None else f"{path}: {at} is {why}", fix))
+    return out
+
+
+def _dir_problem(path: Path, need: int) -> tuple[str | None, Path]:
+    """(why path cannot be used or made, where), looking at it or its nearest existing parent."""
+    at = path
+    while not os.path.lexists(at) and at != at.parent:
+        at = at.parent
+    if not os.path.isdir(at):
+        return "not a directory", at
+    if not os.access(at, (need if at == path else os.W_OK) | os.X_OK):
+        return ("not readable" if need == os.R_OK and at == path else "not writable") + " by you", at
+    return None, at
+
+
+def _user() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 def _socket_dir(socket: str) -> tuple[bool, str, str]:

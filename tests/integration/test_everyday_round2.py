@@ -152,3 +152,27 @@ def test_doctor_checks_each_cli_on_the_tmux_servers_path_with_a_fix_that_works(e
     server["PATH"] = env.tmux("show-environment", "-g", "PATH").strip()[5:]
     out = "\n".join(shlex.split(env.run("menu", "start", "-t", "%0", "--print", check=True, env_extra=server).stdout))
     assert "codex        compatibility (default)" in out.splitlines()
+
+
+@pytest.mark.parametrize("var", ["XDG_STATE_HOME", "XDG_DATA_HOME", "HOME"])
+def test_doctor_sees_what_makes_start_fail_and_send_the_user_there(jail_env, var):
+    """28.7: an unusable HOME, state or data directory: start failed and said "run tmuxjail
+    doctor", and doctor said all was well."""
+    env = jail_env
+    if var == "HOME":
+        if os.getuid() == 0:
+            pytest.skip("root writes any directory: an unwritable HOME is an ordinary user's case")
+        env.home.chmod(0o500)  # XDG_* inside it stay where they are, unwritable with it
+    else:
+        blocker = env.root / "not-a-dir"
+        blocker.write_text("")
+        env.vars[var] = str(blocker)
+    try:
+        start = env.run("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--detach")
+        assert start.returncode != 0 and "Traceback" not in start.stderr
+        data = json.loads(env.run("doctor", "--json").stdout)
+        bad = [c for c in data["checks"] if not c["ok"] and c["required"]]
+        assert bad and not data["ok"], data
+        assert any(c["fix"] for c in bad)
+    finally:
+        env.home.chmod(0o700)
