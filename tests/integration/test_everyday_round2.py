@@ -176,3 +176,15 @@ def test_doctor_sees_what_makes_start_fail_and_send_the_user_there(jail_env, var
         assert any(c["fix"] for c in bad)
     finally:
         env.home.chmod(0o700)
+
+
+def test_a_workspace_refusal_says_what_changed(jail_env):
+    """28.15: "the policy changed (workspace)" and nothing about what."""
+    env = jail_env
+    subprocess.run(["git", "init", "-q", str(env.ws)], check=True)
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "g", "--detach")
+    env.run("stop", "g", check=True)
+    subprocess.run(["git", "init", "-q", str(env.ws / "nested")], check=True)
+    proc = env.run("resume", "g", "--detach")
+    assert proc.returncode == 3, proc.stderr
+    assert "a new repository appeared at `nested/.git`" in proc.stderr, proc.stderr

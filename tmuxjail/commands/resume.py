@@ -49,8 +49,8 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         if "network" in reasons:
             hint = _network_hint(ctx, row, pol)
         raise plan.refuse(row, reasons,
-                          f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
-                          hint)
+                          f"{name}: the policy changed since the session started ({plan.said(row, pol, reasons)}); "
+                          "refusing to resume", hint)
     assert pol is not None  # the recorded fingerprint comes with a policy
     panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
     if placement(row) != "session":  # a window or split in someone else's session: its own panes only
