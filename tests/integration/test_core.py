@@ -172,6 +172,7 @@ def test_resume_refuses_changed_executable(jail_env):
 def test_resume_refuses_mode_no_longer_allowed(jail_env):
     env = jail_env
     start(env)
+    env.kill()  # a relaunch: a live session is reattached, nothing launched (28.12)
     env.config_dir.mkdir(parents=True, exist_ok=True)
     (env.config_dir / "config.toml").write_text('allowed_modes = ["verified"]\n')
     proc = env.run("resume", "app", "--detach", "--json")

@@ -188,3 +188,24 @@ def test_a_workspace_refusal_says_what_changed(jail_env):
     proc = env.run("resume", "g", "--detach")
     assert proc.returncode == 3, proc.stderr
     assert "a new repository appeared at `nested/.git`" in proc.stderr, proc.stderr
+
+
+def test_a_live_session_is_reattached_after_a_config_change_and_accept_changes_asks(jail_env):
+    """28.12: a running session was refused after any config change, though reattaching launches
+    nothing; --accept-changes did not say it ends the running CLI."""
+    env = jail_env
+    info = env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "l", "--detach")
+    env.config_dir.mkdir(parents=True, exist_ok=True)
+    (env.config_dir / "config.toml").write_text('[limits]\ntmp = "64M"\n')
+    proc = env.run("resume", "l", "--detach", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["tmux_pane"] == info["tmux_pane"] and out["policy_changed"] == ["limits"]
+    assert "reattached" in proc.stderr and "--accept-changes" in proc.stderr
+    # Moving it ends the running CLI: asked first; with no terminal to ask on, refused with the fix.
+    proc = env.run("resume", "l", "--detach", "--accept-changes")
+    assert proc.returncode == 2 and "--yes" in proc.stderr, proc.stderr
+    assert env.json("show", "l")["fingerprint"] == info["fingerprint"]
+    moved = env.json("resume", "l", "--detach", "--accept-changes", "--yes")
+    assert moved["fingerprint"] != info["fingerprint"] and moved["status"] == "running"
+    assert "policy_changed" not in moved
