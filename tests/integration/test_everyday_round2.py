@@ -209,3 +209,46 @@ def test_a_live_session_is_reattached_after_a_config_change_and_accept_changes_a
     moved = env.json("resume", "l", "--detach", "--accept-changes", "--yes")
     assert moved["fingerprint"] != info["fingerprint"] and moved["status"] == "running"
     assert "policy_changed" not in moved
+
+
+class Client:
+    """A real tmux client of the server under test, attached in an outer tmux server's pane."""
+
+    def __init__(self, env, session: str):
+        self.env, self.outer = env, f"{env.socket}-c"
+        cmd = f"exec env -u TMUX tmux -L {env.socket} attach -t ={session}"
+        subprocess.run(["tmux", "-L", self.outer, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "120",
+                        "-y", "40", cmd], env=env.environ(), check=True)
+        wait_until(lambda: env.tmux("list-clients", "-F", "#{client_name}").strip(), 10, "a client")
+        self.name = env.tmux("list-clients", "-F", "#{client_name}").split()[0]
+
+    def session(self) -> str | None:
+        out = self.env.tmux("list-clients", "-F", "#{client_name} #{session_name}").split("\n")
+        return next((ln.split()[1] for ln in out if ln.startswith(self.name + " ")), None)
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.outer, "kill-server"], capture_output=True)
+
+
+@pytest.mark.parametrize("came_from", ["home", None])
+def test_stop_takes_the_client_back_where_it_came_from_or_detaches_it(jail_env, came_from):
+    """28.13: stop (the `x` key, the end of discover) dropped the user's client into whichever
+    session was most recently active, an unrelated one."""
+    env = jail_env
+    env.tmux("new-session", "-d", "-s", "home", "-c", str(env.ws))
+    env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "j", "--detach")
+    client = Client(env, came_from or "j")
+    try:
+        if came_from:
+            env.tmux("switch-client", "-c", client.name, "-t", "=j")
+            wait_until(lambda: client.session() == "j", 10, "the switch")
+        env.tmux("new-session", "-d", "-s", "unrelated", "-c", str(env.ws))  # the most recently active
+        env.run("stop", "j", check=True)
+        if came_from:
+            wait_until(lambda: client.session() != "j", 10, "the client to leave j")
+            assert client.session() == "home"
+        else:
+            wait_until(lambda: client.session() is None, 10, "a clean detach")
+        assert env.tmux("has-session", "-t", "=unrelated", check=False) == ""
+    finally:
+        client.close()
