@@ -128,7 +128,8 @@ def open_ids(pane_pid: int, file_re: str) -> list[str]:
         pid = todo.pop()
         seen += 1
         try:
-            todo += [int(k) for k in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+            with open(f"/proc/{pid}/task/{pid}/children") as kids:
+                todo += [int(k) for k in kids.read().split()[:MAX_PROCS]]
             fds = os.listdir(f"/proc/{pid}/fd")[:MAX_FDS]
         except (OSError, ValueError):
             continue

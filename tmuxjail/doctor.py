@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from . import config, host, netbridge, paths
-from .profiles import executables
 from .errors import TmuxjailError
 from .model import Limits
+from .profiles import executables
 from .sandbox import bwrap, landlock, pids, seccomp
 from .store import FIX, Store
 from .tmux import MIN_VERSION, Tmux, parse_version

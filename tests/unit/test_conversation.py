@@ -13,7 +13,7 @@ from tmuxjail import conversation
 from tmuxjail.adapters import get
 
 CONV = get("codex").conversation
-A, B, C = ("01a23623-9cab-7733-85ba-8cdc4e0d4bc%d" % i for i in range(3))
+A, B, C = (f"01a23623-9cab-7733-85ba-8cdc4e0d4bc{i}" for i in range(3))
 SINCE = "2026-12-02T09:00:00Z"
 Row = namedtuple("Row", "id workspace status created_at updated_at")
 

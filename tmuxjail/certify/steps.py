@@ -216,8 +216,9 @@ def resume(run: Run, t: Trial) -> list[Check]:
     # never the folder's latest, which may be another session's (issue 28.2).
     own_id = res.get("native_session_id")
     fresh = res.get("conversation") == "new"
-    argv_ok = bool(proc3) and (not re.search(r"(^| )(resume|--resume|--continue|-c|--last)( |$)", proc3[0]) if fresh
-                               else bool(re.search(run.hooks.resume_syntax, proc3[0])) and str(own_id) in proc3[0])
+    cli = proc3[0] if proc3 else ""
+    argv_ok = bool(cli) and (not re.search(r"(^| )(resume|--resume|--continue|-c|--last)( |$)", cli) if fresh
+                             else bool(re.search(run.hooks.resume_syntax, cli)) and str(own_id) in cli)
     checks.append(check(
         "resume relaunches the CLI's own resume of its own conversation, in the same workspace",
         pat3 and proc3 and argv_ok and proc3[1] == str(run.ws) and tokens3 == t.tokens,

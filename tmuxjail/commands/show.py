@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import netlog, profiles
-from ..audit import clean, latest
 from ..adapters import get as get_adapter
+from ..audit import clean, latest
 from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
 from ..render import Result, policy_text, session_text
