@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from .. import netlog, profiles
 from ..adapters import get as get_adapter
 from ..audit import clean, latest
@@ -23,8 +25,8 @@ def show(ctx: Context, name: str) -> dict:
         try:  # learned while its CLI runs (the file it holds open); show never fails on it
             learn_conversation(where_it_runs(ctx, row, "show"), row)
             row = ctx.store.find(name) or row
-        except TmuxjailError:
-            pass
+        except (TmuxjailError, OSError, sqlite3.Error):
+            pass  # a store we may not write, a server that does not answer: shown as recorded
     out = describe(ctx, row)
     pol = out["policy"] = row.policy_data
     out["request"] = row.request_data
