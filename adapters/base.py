@@ -78,6 +78,11 @@ class Adapter(NamedTuple):
         "latest of this folder": that may be another session's, in a home they share)."""
         return [*exe, *extra]
 
+    def conversation_file(self, cwd: str, native_id: str) -> str | None:
+        """Where (relative to HOME) the CLI keeps the conversation of an id given up front, when
+        resuming an id whose conversation never began fails (None: it does not, or unknown)."""
+        return None
+
     def backend_resume_argv(self, backend: str, exe: list[str], native_id: str | None,
                             extra: list[str], home: str = "", cwd: str = "") -> list[str]:
         """resume_argv, plus under Seatbelt the flags that turn the CLI's own sandbox off (a

@@ -119,6 +119,31 @@ def conversations(state_root: str, file_re: str, since: str) -> Found:
     return found
 
 
+def never_began(home: str, rel: str) -> bool:
+    """True only when the conversation file home/rel surely does not exist: every directory above
+    it opened with no link followed, and the name absent (else, links or errors: False)."""
+    parent, _, name = rel.rpartition("/")
+    fd = _open_root(f"{home}/{parent}") if parent else _open_root(home)
+    if fd is None:
+        # Its directory missing below a real one (no link on the way): no conversation began.
+        at = f"{home}/{parent}"
+        while not os.path.lexists(at) and at != "/":
+            at = os.path.dirname(at)
+        if at == f"{home}/{parent}" or (top := _open_root(at)) is None:
+            return False
+        os.close(top)
+        return True
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return False
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def open_ids(pane_pid: int, file_re: str) -> list[str]:
     """Ids of the conversation files the pane's processes hold open (Codex keeps its rollout open
     while it runs). Only the names of the links are read, never followed."""

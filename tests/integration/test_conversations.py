@@ -108,3 +108,20 @@ def test_claude_and_pi_get_their_conversation_up_front_and_resume_exactly_it(jai
     if provider == "pi":  # in Pi's own directory for this cwd, so `pi -r` lists it too
         mangled = str(env.ws).lstrip("/").replace("/", "-")
         assert f"/.pi/agent/sessions/--{mangled}--/tmuxjail-{a}.jsonl" in r["argv"]
+
+
+def test_a_claude_conversation_that_never_began_is_started_again_with_its_id(jail_env):
+    """`claude --resume <id>` fails when no conversation of that id was written (Claude writes it at
+    the first message): resume then starts one with the same id instead."""
+    env = jail_env
+    info = start(env, "a", "claude-code")
+    a = report(env, "claude")["conversation"]
+    env.run("stop", "a", check=True)
+    mangled = "".join(c if c.isalnum() and c.isascii() else "-" for c in str(env.ws))
+    transcript = Path(info["private_home"], ".claude", "projects", mangled, f"{a}.jsonl")
+    assert transcript.exists()  # as the stand-in wrote it, where Claude does
+    transcript.unlink()
+    out = env.json("resume", "a", "--detach")
+    r = report(env, "claude")
+    assert r["argv"].split()[-2:] == ["--session-id", a] and "--resume" not in r["argv"]
+    assert out["conversation"] == "new" and out["native_session_id"] == a

@@ -27,6 +27,11 @@ if [ "$name" = codex ]; then
       "$conv" "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" "$PWD" > "$dir/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-$conv.jsonl"
   fi
   convfile=$(ls "${CODEX_HOME:-$HOME/.codex}"/sessions/*/*/*/rollout-*-"$conv".jsonl 2>/dev/null | head -n1)
+elif [ "$name" = claude ] && [ -n "$conv" ]; then
+  # Claude's transcript: projects/<cwd, non-alphanumerics -> '-'>/<id>.jsonl (the real one writes it
+  # at the first message; `--resume` of an id without one fails).
+  d="${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/$(printf %s "$PWD" | sed 's/[^a-zA-Z0-9]/-/g')"
+  mkdir -p "$d" && touch "$d/$conv.jsonl"
 elif [ -n "$convfile" ] && [ ! -e "$convfile" ]; then
   mkdir -p "$(dirname "$convfile")" && echo '{"type":"session"}' > "$convfile"
 fi

@@ -66,3 +66,19 @@ def test_choose_takes_what_the_cli_said_only_if_its_state_agrees_and_never_guess
     assert conversation.choose(row, found, {B}, [], [rival]) is None  # could be the rival's
     done = Row("o", "/w", "stopped", "2026-12-02T08:00:00Z", "2026-12-02T08:30:00Z")
     assert conversation.choose(row, found, {B}, [], [done]) == A  # it ended before row began
+
+
+def test_never_began_only_when_surely_absent(tmp_path):
+    home = tmp_path / "home"
+    rel = ".claude/projects/-w/id.jsonl"
+    home.mkdir()
+    assert conversation.never_began(str(home), rel)  # no .claude yet
+    (home / ".claude/projects/-w").mkdir(parents=True)
+    assert conversation.never_began(str(home), rel)
+    (home / rel).write_text("{}\n")
+    assert not conversation.never_began(str(home), rel)
+    # A link the jail planted on the way: not "surely absent", whatever it points at.
+    (home / ".claude/projects/-w").rename(home / "elsewhere")
+    (home / ".claude/projects/-w").symlink_to(tmp_path / "empty")
+    (tmp_path / "empty").mkdir()
+    assert not conversation.never_began(str(home), rel)

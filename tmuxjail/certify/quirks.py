@@ -70,15 +70,11 @@ def codex_own_conversations(run: Run, t: Trial) -> list[Check]:
             f.write("\n" + trusted)
     names, ids, screens = [f"{t.name}-c1", f"{t.name}-c2"], {}, {}
     for n in names:
-        pane = run.start(t.mode, n).get("tmux_pane", "")
+        # The first message as Codex's own [PROMPT] argument: sent at start, nothing typed.
+        pane = run.start(t.mode, n, f"certify {n}").get("tmux_pane", "")
         pat, screens[n] = run.wait_screen(pane, CODEX_PROMPT)
-        if pat:
-            run.tmux("send-keys", "-t", pane, "-l", f"certify {n}")
-        deadline, tries = time.monotonic() + 30, 0
+        deadline = time.monotonic() + 30
         while pat and time.monotonic() < deadline and not ids.get(n):
-            if tries % 10 == 0 and f"certify {n}" in run.screen(pane).split("›")[-1]:
-                run.tmux("send-keys", "-t", pane, "Enter")  # (again: an Enter typed too early is lost)
-            tries += 1
             ids[n] = run.tj_json("show", n, "--json").get("native_session_id")
             time.sleep(0.5)
         if not ids.get(n):

@@ -73,8 +73,14 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     r = row.request_data
     native_id = conversation.learn(ctx, row, adapter.conversation, jailed[0] if jailed else None)
     exe = adapter.own_sandbox_off(cli_argv_from_policy(pol), pol.mode.value, pol.backend)
-    cli_argv = adapter.backend_resume_argv(pol.backend, exe, native_id, list(r.get("args", ())), pol.home,
-                                           r["workspaces"][0])
+    ws = r["workspaces"][0]
+    rel = adapter.conversation_file(ws, native_id) if native_id else None
+    began = not (rel and conversation.never_began(row.private_home or pol.home, rel))
+    if began:
+        cli_argv = adapter.backend_resume_argv(pol.backend, exe, native_id, list(r.get("args", ())), pol.home, ws)
+    else:  # its id was given up front and no conversation began: the same id, new (resuming it fails)
+        cli_argv = adapter.start_argv(exe, native_id, list(adapter.seatbelt_args if pol.backend == "seatbelt" else ()),
+                                      pol.home, ws)
     spec = jail.stage(ctx, row.id, fp, pol, adapter, jail.build(ctx, pol, cli_argv))
     with jail.spec_discarded_on_failure(spec):
         options = jail.options(row.id, pol, fp)
@@ -90,7 +96,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
             raise
         store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
         result = jail.settle(ctx, row.id, row.name, pane, spec, "resume", pol, fp, detach)
-        if not native_id and row.provider != "shell":
+        if (not native_id or not began) and row.provider != "shell":
             result["conversation"] = "new"  # none of its own was recorded: never another's
         return result
 
