@@ -68,7 +68,9 @@ def codex_own_conversations(run: Run, t: Trial) -> list[Check]:
     if trusted not in (conf.read_text() if conf.exists() else ""):
         with conf.open("a") as f:
             f.write("\n" + trusted)
-    names, ids, screens = [f"{t.name}-c1", f"{t.name}-c2"], {}, {}
+    names = [f"{t.name}-c1", f"{t.name}-c2"]
+    ids: dict[str, str | None] = {}
+    screens: dict[str, str] = {}
     for n in names:
         # The first message as Codex's own [PROMPT] argument: sent at start, nothing typed.
         pane = run.start(t.mode, n, f"certify {n}").get("tmux_pane", "")
@@ -81,7 +83,7 @@ def codex_own_conversations(run: Run, t: Trial) -> list[Check]:
             screens[n] = run.screen(pane)
     for n in names:
         run.tj("stop", n, check=False)
-    argvs = {}
+    argvs: dict[str, str | None] = {}
     for n in names:
         res = run.tj_json("resume", n, "--detach", "--json")
         pat, _ = run.wait_screen(res.get("tmux_pane", ""), CODEX_PROMPT)
@@ -89,7 +91,7 @@ def codex_own_conversations(run: Run, t: Trial) -> list[Check]:
         run.tj("stop", n, check=False)
     a, b = (ids.get(n) for n in names)
     ok = bool(a and b and a != b) and all(
-        argvs[n] and f"resume {ids[n]}" in str(argvs[n]) and ids[other] not in str(argvs[n])
+        argvs[n] and f"resume {ids[n]}" in str(argvs[n]) and str(ids[other]) not in str(argvs[n])
         for n, other in zip(names, reversed(names), strict=True))
     return [check("codex: two sessions of one workspace each resume their own conversation (ids learned from "
                   "the file Codex holds open)", ok,
