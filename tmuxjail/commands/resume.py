@@ -200,7 +200,11 @@ def run(call: Call) -> Result:
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
     ask = None if a.yes else _ask
     result = resume(ctx, a.name, detach=a.detach, accept_changes=a.accept_changes, ask=ask)
-    if result.get("policy_changed"):
+    if result.get("policy_changed") == ["config"]:
+        sys.stderr.write(f"tmuxjail: today's config cannot be read: reattached {result['name']}, whose CLI keeps "
+                         "running under the policy it started with; fix the config (`tmuxjail doctor` shows it) "
+                         "before it is relaunched\n")
+    elif result.get("policy_changed"):
         sys.stderr.write(f"tmuxjail: {result['name']}'s policy changed since it started "
                          f"({', '.join(result['policy_changed'])}): reattached, its CLI keeps running under the "
                          f"policy it started with; a relaunch would be refused (`tmuxjail resume {result['name']} "
