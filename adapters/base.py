@@ -20,6 +20,15 @@ class Certification(NamedTuple):
     probe_env: dict[str, str] = {}  # noqa: RUF012 - added for the child session only (read only)
 
 
+class Conversation(NamedTuple):
+    """Where a CLI that cannot be given its conversation id up front keeps its conversations, so
+    tmuxjail can learn the id after the start (tmuxjail.conversation reads it; data only here)."""
+
+    state_dir: str  # relative to HOME: conversation files below it (date directories, any depth <= 3)
+    file: str  # regex on a file name; group 1 is the conversation id
+    screen: str  # regex on the dead pane's last screen (the CLI's exit note); group 1 is the id
+
+
 class Adapter(NamedTuple):
     """(NamedTuples, not dataclasses: every start loads its adapter, and dataclasses would cost it
     inspect and ast. A provider's subclass adds methods, never fields.)"""
@@ -56,6 +65,7 @@ class Adapter(NamedTuple):
     # What a guarded file absent at start is created with, by file name, where the CLI rejects the
     # default (an empty file, or `{}` for JSON) as invalid.
     state_empty: dict[str, str] = {}  # noqa: RUF012 - read only
+    conversation: Conversation | None = None  # the id is learned after the start (else assigned, or none)
 
     def own_sandbox_off(self, exe: list[str], mode: str, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the
@@ -73,17 +83,27 @@ class Adapter(NamedTuple):
         """A session id picked up front, when the CLI accepts one."""
         return None
 
-    def start_argv(self, exe: list[str], native_id: str | None, extra: list[str]) -> list[str]:
+    def start_argv(self, exe: list[str], native_id: str | None, extra: list[str], home: str = "",
+                   cwd: str = "") -> list[str]:
+        """home, cwd: the jail's HOME and workspace (a CLI given a conversation file up front)."""
         return [*exe, *extra]
 
-    def resume_argv(self, exe: list[str], native_id: str | None, extra: list[str]) -> list[str]:
+    def resume_argv(self, exe: list[str], native_id: str | None, extra: list[str], home: str = "",
+                    cwd: str = "") -> list[str]:
+        """Exactly this session's conversation; with no id known, a new one (never the CLI's
+        "latest of this folder": that may be another session's, in a home they share)."""
         return [*exe, *extra]
+
+    def conversation_file(self, cwd: str, native_id: str) -> str | None:
+        """Where (relative to HOME) the CLI keeps the conversation of an id given up front, when
+        resuming an id whose conversation never began fails (None: it does not, or unknown)."""
+        return None
 
     def backend_resume_argv(self, backend: str, exe: list[str], native_id: str | None,
-                            extra: list[str]) -> list[str]:
+                            extra: list[str], home: str = "", cwd: str = "") -> list[str]:
         """resume_argv, plus under Seatbelt the flags that turn the CLI's own sandbox off (a
         resumed CLI would otherwise nest sandbox-exec, which fails)."""
-        argv = self.resume_argv(exe, native_id, extra)
+        argv = self.resume_argv(exe, native_id, extra, home, cwd)
         return [*argv, *self.seatbelt_args] if backend == "seatbelt" else argv
 
     def shared_config(self, home: str) -> tuple[str, str] | None:
@@ -117,3 +137,6 @@ def new_uuid() -> str:
     import uuid  # only for the CLIs that take a session id up front: not on every start
 
     return str(uuid.uuid4())
+
+
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import PurePosixPath
 
 from .base import Adapter, Certification, new_uuid
@@ -21,11 +22,19 @@ class ClaudeCode(Adapter):
     def new_native_id(self) -> str | None:
         return new_uuid()
 
-    def start_argv(self, exe, native_id, extra):
+    def start_argv(self, exe, native_id, extra, home="", cwd=""):
         return [*exe, *(["--session-id", native_id] if native_id else []), *extra]
 
-    def resume_argv(self, exe, native_id, extra):
-        return [*exe, *(["--resume", native_id] if native_id else ["--continue"])]
+    def resume_argv(self, exe, native_id, extra, home="", cwd=""):
+        # Never --continue ("the most recent conversation in the current directory"): another's.
+        return [*exe, *(["--resume", native_id] if native_id else [])]
+
+    def conversation_file(self, cwd: str, native_id: str) -> str | None:
+        # projects/<cwd, every non-alphanumeric -> '-'>/<id>.jsonl (2.1.332); a longer name is
+        # cut and hashed by Claude: unknown here. Written at the first message only, and
+        # `--resume` of an id with none fails ("No conversation found").
+        mangled = re.sub(r"[^a-zA-Z0-9]", "-", cwd)
+        return None if len(mangled) > 200 else f".claude/projects/{mangled}/{native_id}.jsonl"
 
     def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
         env = super().env(home, mode, uid)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from .base import Adapter, Certification
+from .base import UUID, Adapter, Certification, Conversation
 
 _TRIPLES = {
     "x86_64": ("codex-linux-x64", "x86_64-unknown-linux-musl"),
@@ -22,12 +22,15 @@ class Codex(Adapter):
         rel = PurePosixPath(pkg, "vendor", triple, "bin", "codex")
         return [root / "node_modules" / "@openai" / rel, root.parent / rel]
 
-    def start_argv(self, exe, native_id, extra):
+    def start_argv(self, exe, native_id, extra, home="", cwd=""):
         return [*exe, "--no-daemon", *extra]
 
-    def resume_argv(self, exe, native_id, extra):
-        # --last filters by cwd, so the jail always presents the same workspace path.
-        return [*exe, "--no-daemon", "resume", native_id or "--last"]
+    def resume_argv(self, exe, native_id, extra, home="", cwd=""):
+        # Never `resume --last`: the latest conversation of this folder in a CODEX_HOME other
+        # sessions share is as likely theirs. Codex takes no id up front: tmuxjail learns it.
+        if not native_id:
+            return [*exe, "--no-daemon"]
+        return [*exe, "--no-daemon", "resume", native_id]
 
     def certify_child_args(self, probe, out):
         # Codex's own bubblewrap, nested inside ours; workspace-write so the probe can report.
@@ -43,8 +46,12 @@ ADAPTER = Codex(provider="codex", home_env={"CODEX_HOME": ".codex"}, home_dirs=(
                 state_guards=(".codex/config.toml", ".codex/hooks.json", ".codex/.env", ".codex/rules/",
                               ".codex/plugins/"),
                 seatbelt_args=("--sandbox", "danger-full-access"),
+                # $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<id>.jsonl, made at the first
+                # message and held open while the CLI runs; on exit: "codex resume <id>".
+                conversation=Conversation(state_dir=".codex/sessions", file=rf"rollout-[0-9T-]+-({UUID})\.jsonl",
+                                          screen=rf"codex resume ({UUID})"),
                 certify=Certification(
                     first_screen=(r"Welcome to Codex", r"Sign in with ChatGPT", r"OpenAI's command-line coding agent"),
                     state_dir=".codex", token_files=(".codex/installation_id",),
-                    resume_syntax=r"--no-daemon resume (--last|\S+)",
+                    resume_syntax=r"--no-daemon resume [0-9a-f-]{36}",
                     child_note="`codex sandbox -c sandbox_mode=\"workspace-write\" -- sh PROBE`: Codex's own bwrap nested in ours"))

@@ -4,8 +4,9 @@ from .base import Adapter, Certification
 
 
 class Cursor(Adapter):
-    def resume_argv(self, exe, native_id, extra):
-        return [*exe, *(["--resume", native_id] if native_id else ["--continue"])]
+    def resume_argv(self, exe, native_id, extra, home="", cwd=""):
+        # Never --continue (the latest chat, maybe another session's): no id known, a new chat.
+        return [*exe, *(["--resume", native_id] if native_id else [])]
 
     def certify_child_args(self, probe, out):
         return ["-p", f"!/bin/sh {probe} {out}"]
@@ -28,6 +29,6 @@ ADAPTER = Cursor(
     proxy_env=(("NODE_USE_ENV_PROXY", "1"),),
     certify=Certification(
         first_screen=(r"Cursor Agent",), state_dir=".cursor", token_files=(".cursor/cli-config.json",),
-        resume_syntax=r"(--resume \S+|--continue)",
+        resume_syntax=r"--resume \S+",
         child_note="stand-in `cursor-agent -p '!sh PROBE'` (spawns bash from its bundled node)"),
 )

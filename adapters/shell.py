@@ -7,10 +7,10 @@ class Shell(Adapter):
     """The user's login shell, to try the jail without any agent installed. Which shell runs comes
     from the password database (identity.login_shell), never from $SHELL."""
 
-    def start_argv(self, exe, native_id, extra):
+    def start_argv(self, exe, native_id, extra, home="", cwd=""):
         return [*exe, "-l", *extra]
 
-    def resume_argv(self, exe, native_id, extra):
+    def resume_argv(self, exe, native_id, extra, home="", cwd=""):
         return [*exe, "-l"]
 
 

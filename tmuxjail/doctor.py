@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import pwd
 import shutil
 import sqlite3
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 from . import budget, config, host, launch, netbridge, paths
 from .errors import TmuxjailError
 from .model import Limits
+from .profiles import executables
 from .sandbox import bwrap, landlock, pids, seccomp
 from .store import FIX, Store
 from .tmux import MIN_VERSION, Tmux, parse_version
@@ -135,7 +137,18 @@ BREAKS = {
     "tmux clipboard": "nothing stops working, but a jailed pane can read your latest paste buffer (OSC 52 query)",
     "tmuxjail on the tmux server's PATH": "the keys of tmux.conf.example (prefix J s, r, l, S, p, x) "
                                           "say `returned 127`",
+    "home writable": "every start: private homes, specs and the store live below HOME",
+    "state directory": "every command that records sessions (the store, launch specs, logs)",
+    "data directory": "isolated starts (their private homes live there)",
+    "config directory": "every start and resume: the config cannot be read",
+    "CLI on the tmux server's PATH": "the start menu (prefix J s) greys this CLI out; `tmuxjail start` from a shell works",
 }
+
+
+def _breaks(check: str) -> str | None:
+    if check not in BREAKS and check.endswith(" on the tmux server's PATH") and not check.startswith("tmuxjail"):
+        return BREAKS["CLI on the tmux server's PATH"]
+    return BREAKS.get(check)
 
 
 def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
@@ -145,7 +158,7 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
     def add(name, ok, detail, fix=None, required=True):
         base = name.split(" (")[0]  # a per-server check: `tmux clipboard (SOCKET)`
         out.append({"check": name, "ok": bool(ok), "required": required, "detail": detail,
-                    "fix": None if ok else fix, "breaks": None if ok else BREAKS.get(base)})
+                    "fix": None if ok else fix, "breaks": None if ok else _breaks(base)})
 
     if tmux.binary:
         v = tmux.version()
@@ -189,6 +202,8 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
 
     home = paths.home_problem(env)
     add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
+    for name, ok, detail, fix in dir_checks(paths.get(), home is None):
+        add(name, ok, detail, fix)
     add("tmux socket dir", *_socket_dir(tmux.socket))
     add("config", *_config())
     ok, detail, needed = _proxy()
@@ -238,12 +253,51 @@ def server_checks(tmux: Tmux, env: dict, add, many: bool) -> None:
             + (": any pane, jails included, can read your paste buffer (OSC 52 query)" if clip == "on" else ""),
             f"{tmux_line(tmux)} set -s set-clipboard external   (and the same in ~/.tmux.conf)",
             required=False)
+    for name, ok, detail, fix in cli_checks(tmux, env):
+        add(name + tag, ok, detail, fix, required=False)
     on_path, detail = _on_server_path(tmux, env)
     add("tmuxjail on the tmux server's PATH" + tag, on_path, detail,
         "set -g @tmuxjail-bin ~/.local/bin/tmuxjail in ~/.tmux.conf before sourcing tmux.conf.example "
         f"(and now: {tmux_line(tmux)} set -g @tmuxjail-bin ~/.local/bin/tmuxjail), or put ~/.local/bin "
         "on PATH in your shell profile and restart tmux",
         required=False)
+
+
+def dir_checks(p: paths.Paths, home_ok: bool) -> list[tuple[str, bool, str, str]]:
+    """HOME and the directories start writes (state: the store, specs, logs; data: private homes),
+    and the config directory it reads: each must be, or be creatable as, a directory of ours
+    (28.7: doctor said all was well while start failed and sent the user here)."""
+    wanted = [("state directory", p.state_dir, "XDG_STATE_HOME", os.W_OK),
+              ("data directory", p.data_dir, "XDG_DATA_HOME", os.W_OK),
+              ("config directory", p.config_dir, "XDG_CONFIG_HOME", os.R_OK)]
+    if home_ok:
+        wanted.insert(0, ("home writable", p.home, "HOME", os.W_OK))
+    out = []
+    for name, path, var, need in wanted:
+        why, at = _dir_problem(path, need)
+        fix = (f"move {at} out of the way, or export {var}=/a/directory/you/own" if why == "not a directory" else
+               f"sudo chown {_user()} {at} && chmod u+rwx {at}   (or export {var}=/a/directory/you/own)")
+        out.append((name, why is None, str(path) if why is None else f"{path}: {at} is {why}", fix))
+    return out
+
+
+def _dir_problem(path: Path, need: int) -> tuple[str | None, Path]:
+    """(why path cannot be used or made, where), looking at it or its nearest existing parent."""
+    at = path
+    while not os.path.lexists(at) and at != at.parent:
+        at = at.parent
+    if not os.path.isdir(at):
+        return "not a directory", at
+    if not os.access(at, (need if at == path else os.W_OK) | os.X_OK):
+        return ("not readable" if need == os.R_OK and at == path else "not writable") + " by you", at
+    return None, at
+
+
+def _user() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 def _socket_dir(socket: str) -> tuple[bool, str, str]:
@@ -316,20 +370,50 @@ def _store(path: Path) -> tuple[bool, str, str]:
     return True, f"{path} (schema ok, intact: quick_check ok, {size / (1 << 20):.1f} MiB; `tmuxjail prune` reclaims space)", ""
 
 
+def server_path(tmux: Tmux, env: dict) -> tuple[str, str]:
+    """(the PATH the tmux server runs key commands with, where it came from): its global PATH, or
+    the caller's for a server tmuxjail will start."""
+    if tmux.binary and tmux.alive():
+        proc = tmux.run("show-environment", "-g", "PATH", check=False)
+        if proc.returncode == 0 and proc.stdout.startswith("PATH="):
+            return proc.stdout.strip()[5:], f"the PATH of the tmux server {tmux.socket}"
+    return env.get("PATH", os.defpath), "this shell's PATH (no tmux server yet)"
+
+
+def cli_checks(tmux: Tmux, env: dict) -> list[tuple[str, bool, str, str]]:
+    """Each agent CLI, looked up where the start menu looks for it: on the tmux server's PATH.
+    One this shell finds but the server does not is shown greyed in the menu (28.6)."""
+    path, source = server_path(tmux, env)
+    out = []
+    for provider, display, names in executables():
+        if provider == "shell":
+            continue
+        there = next((f for n in names if (f := shutil.which(n, path=path))), None)
+        here = next((f for n in names if (f := shutil.which(n, path=env.get("PATH", os.defpath)))), None)
+        if there:
+            out.append((f"{display} on the tmux server's PATH", True, f"{there} on {source}", ""))
+        elif here:
+            d = os.path.dirname(here)
+            out.append((f"{display} on the tmux server's PATH", False,
+                        f"{here} is on this shell's PATH but not on {source}: the start menu greys it out",
+                        f'tmux set-environment -g PATH "{d}:{path}"   (and put {d} on PATH in your shell profile '
+                        "before tmux starts)"))
+        else:
+            out.append((f"{display} on the tmux server's PATH", True,
+                        f"not installed ({' or '.join(names)} on neither PATH)", ""))
+    return out
+
+
 def _on_server_path(tmux: Tmux, env: dict) -> tuple[bool, str]:
     """The keys run `tmuxjail` through the server's @tmuxjail-bin when set (tmux.conf.example),
     else through the tmux server's global PATH (the caller's, for a server tmuxjail will start)."""
 
-    path = env.get("PATH", os.defpath)
-    source = "this shell's PATH (no tmux server yet)"
     if tmux.binary and tmux.alive():
         binary = tmux.run("show-options", "-gqv", "@tmuxjail-bin", check=False).stdout.strip()
         if binary:
             ok = os.path.isabs(binary) and os.access(binary, os.X_OK) and not os.path.isdir(binary)
             return ok, f"@tmuxjail-bin {binary}" + ("" if ok else " is not an executable file")
-        proc = tmux.run("show-environment", "-g", "PATH", check=False)
-        if proc.returncode == 0 and proc.stdout.startswith("PATH="):
-            path, source = proc.stdout.strip()[5:], f"the PATH of the tmux server {tmux.socket}"
+    path, source = server_path(tmux, env)
     found = shutil.which("tmuxjail", path=path)
     return bool(found), f"{found} on {source}" if found else f"not on {source}"
 

@@ -413,6 +413,7 @@ def settle(ctx: Context, sid: str, name: str, pane: str, spec: Spec, kind: str, 
     log.info(kind, session=name, fingerprint=fp, mode=pol.mode.value, provider=pol.provider)
     from .status import describe  # once the jail is up: its imports are not on the way to the pane
 
-    result = describe(ctx, store.find(name))
-    result["attach"] = None if detach else ctx.tmux.attach_argv(name)
+    row = store.find(name)  # name: the tmuxjail session's; its tmux session may be someone else's
+    result = describe(ctx, row)
+    result["attach"] = None if detach else ctx.tmux.attach_argv(row.tmux_session if row else name)
     return result

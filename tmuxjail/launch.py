@@ -12,6 +12,8 @@ import itertools
 import os
 import sys
 
+from .errors import INSIDE_JAIL
+
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
     from typing import Any, NoReturn
@@ -369,6 +371,7 @@ def main(argv: list[str]) -> None:
     env = {k: str(v) for k, v in spec["env"].items()}
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]  # the pane's terminal, as tmux set it
+    env[INSIDE_JAIL] = "1"
     if not spec.get("sandboxed", True):
         store_holds(helper, expected)
         # compatibility-unguarded: the operator opted in to running without bubblewrap.

@@ -31,7 +31,6 @@ import re
 import shlex
 import shutil
 import sys
-import tomllib
 
 from . import log
 from .errors import TmuxjailError, UsageError
@@ -89,23 +88,17 @@ def _run_shell(tmux, *args: str) -> str:
     return f'run-shell -b "{_command(tmux, *args)}"'
 
 
+OFF_PATH = "not on the tmux server's PATH"
+
+
 def providers() -> list[tuple[str, str, bool]]:
-    """(provider, display name, installed?) from the installed profiles, without pydantic."""
-    from importlib import resources
+    """(provider, display name, on this process's PATH?): run from a key, that is the tmux
+    server's PATH, which may lack a CLI the user's shell finds (28.6)."""
+    from .profiles import executables  # seam: the start menu only
 
-    from .profiles import available, file_name  # seam: the start menu only
-
-    out = []
     path_env = os.environ.get("PATH", os.defpath)
-    for p in available():
-        try:
-            raw = tomllib.loads(resources.files("tmuxjail.profile_data").joinpath(file_name(p)).read_text())
-        except (OSError, ValueError):
-            continue
-        names = raw.get("executables", []) or []
-        ok = p == "shell" or any(shutil.which(n, path=path_env) for n in names)
-        out.append((p, raw.get("display_name", p), ok))
-    return out
+    return [(p, display, p == "shell" or any(shutil.which(n, path=path_env) for n in names))
+            for p, display, names in executables()]
 
 
 def allowed_modes(ctx) -> tuple[tuple[str, ...], str]:
@@ -127,16 +120,20 @@ def start_menu(ctx, client: str | None, pane: str | None) -> list[str]:
             "-T", f"tmuxjail: start in {where}", "-x", "C", "-y", "C",
             "--"]  # the items follow: a greyed `-claude-code ...` is not tmux's -c option
     keys = iter(KEYS)
+    missing = False
     for provider, _display, installed in providers():
         for mode in modes:
             text = label(f"{provider:<12} {mode}{' (default)' if mode == default else ''}")
             if not installed:  # a leading `-` greys the item out (after `--`, see below)
-                args += [f"-{text}   not installed", "", ""]
+                args += [f"-{text}   {OFF_PATH}", "", ""]
+                missing = True
                 continue
             args += [text, next(keys, ""), _run_shell(tmux, "menu", "_start", provider, mode, *_ids(client, pane))]
         args.append("")  # a separator line between providers (one empty argument)
     while args and args[-1] == "":
         args.pop()
+    if missing:
+        args += ["", "-fix: put its directory on the server's PATH (`tmuxjail doctor` says how)", "", ""]
     return args
 
 

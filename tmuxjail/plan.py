@@ -184,6 +184,16 @@ def recompute(ctx: Context, row) -> Recheck:
     return Recheck(plan.fingerprint, plan.policy, policy.diff(row.policy_data or {}, policy.as_data(plan.policy)))
 
 
+def said(row, pol: Policy | None, reasons: list[str]) -> str:
+    """The reason codes, with what changed in the workspaces spelled out."""
+    words = ", ".join(reasons)
+    if "workspace" in reasons and pol is not None:
+        changes = policy.workspace_changes(row.policy_data or {}, policy.as_data(pol))
+        if changes:
+            words += ": " + "; ".join(changes)
+    return words
+
+
 def still_approved(ctx: Context, row, pol: Policy, store=None) -> dict:
     """The approval a verified session runs under, else refuse (resume, shell, and list --check)."""
     try:
@@ -209,7 +219,7 @@ def checked(ctx: Context, row, action: str, event: str) -> Policy:
         reasons = got.reasons or ["tampered"]
         ctx.store.event(event, row.id, reasons=reasons)
         raise ResumeRefused(
-            f"{row.name}: the policy changed since the session started ({', '.join(reasons)}); "
+            f"{row.name}: the policy changed since the session started ({said(row, got.policy, reasons)}); "
             f"refusing to {action}",
             hint=f"inspect with `tmuxjail show {row.name}`", data={"name": row.name, "reasons": reasons})
     if got.policy.mode is Mode.verified:

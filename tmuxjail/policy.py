@@ -334,3 +334,28 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     order = ["mode", "profile", "executable", "capabilities", "workspace", "environment", "home",
              "provider-state", "network", "limits", "backend"]
     return [c for c in order if c in codes]
+
+
+def workspace_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What changed in the workspaces, in words (a `workspace` refusal said only its code, 28.15):
+    a repository or another guarded path that appeared or went, workspaces added or dropped."""
+    roots = [*old.get("workspace_write", []), *old.get("workspace_read", [])]
+
+    def rel(path: str) -> str:
+        for r in roots:
+            if path.startswith(r.rstrip("/") + "/"):
+                return path[len(r.rstrip("/")) + 1:]
+        return path
+
+    out = []
+    before, after = set(old.get("protected", [])), set(new.get("protected", []))
+    for p in sorted(after - before):
+        out.append(f"a new repository appeared at `{rel(p)}`" if p.endswith("/.git")
+                   else f"`{rel(p)}` appeared (kept read-only in the jail)")
+    for p in sorted(before - after):
+        out.append(f"the repository at `{rel(p)}` is gone" if p.endswith("/.git") else f"`{rel(p)}` is gone")
+    for key, what in (("workspace_write", "workspace"), ("workspace_read", "read-only workspace")):
+        was, now = set(old.get(key, [])), set(new.get(key, []))
+        out += [f"{what} `{p}` was added" for p in sorted(now - was)]
+        out += [f"{what} `{p}` was dropped" for p in sorted(was - now)]
+    return out

@@ -157,6 +157,20 @@ def available() -> list[str]:
     return sorted(n[: -len(".toml")] for n in names if n.endswith(".toml") and n != SHARED)
 
 
+def executables() -> list[tuple[str, str, list[str]]]:
+    """(provider, display name, executable names) of every installed profile, read as plain TOML
+    (the start menu and doctor: no validation needed to look names up on a PATH)."""
+    out = []
+    for p in available():
+        try:
+            raw = tomllib.loads(_read(file_name(p)).decode())
+        except (UsageError, ValueError):
+            continue
+        names = raw.get("executables") or []
+        out.append((p, str(raw.get("display_name", p)), [n for n in names if isinstance(n, str)]))
+    return out
+
+
 HASHES = "hashes.json"
 
 

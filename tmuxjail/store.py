@@ -242,8 +242,9 @@ class Store:
         ).fetchone()
         return SessionRow(**dict(r)) if r else None
 
-    def names(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT name FROM sessions WHERE status != 'stopped'")}
+    def names(self, include_stopped: bool = False) -> set[str]:
+        where = "" if include_stopped else " WHERE status != 'stopped'"
+        return {r[0] for r in self.db.execute("SELECT name FROM sessions" + where)}
 
     # events -------------------------------------------------------------------------------
     def event(self, kind: str, session_id: str | None = None, **data) -> None:

@@ -517,8 +517,17 @@ class Tmux:
         return self.run("capture-pane", "-p", "-J", "-S", "-200", "-t", pane, check=False).stdout
 
     def kill_session(self, name: str) -> None:
-        # A client attached to it moves to another session instead of detaching (`x` key).
-        self.run("set-option", "-t", f"={name}:", "detach-on-destroy", "off", check=False)
+        """Each client on it goes back to the session it came from (its last session), else is
+        detached cleanly: never into whichever unrelated session was most recently active, where
+        `detach-on-destroy off` took it (28.13: stop, the `x` key, the end of discover)."""
+        listed = self.run("list-clients", "-t", f"={name}", "-F", "#{client_name}\t#{client_last_session}",
+                          check=False).stdout
+        for line in listed.splitlines():
+            client, _, last = line.partition("\t")
+            if last and last != name and self.has_session(last):
+                self.run("switch-client", "-c", client, "-t", f"={last}", check=False)
+            else:
+                self.run("detach-client", "-t", client, check=False)
         self.run("kill-session", "-t", f"={name}", check=False)
 
     def attach_argv(self, name: str) -> list[str]:

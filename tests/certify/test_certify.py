@@ -48,7 +48,7 @@ def certify(tmp_path: Path, provider: str, mode: str, bindir: Path | None, *extr
     out = tmp_path / "evidence.json"
     proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "certify", provider, "--mode", mode, "--json",
                            "--output", str(out), *extra], env=env, capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, cwd=home)  # from $HOME: issue 28.8
     assert "Traceback" not in proc.stderr, proc.stderr
     rec = json.loads(proc.stdout)
     assert json.loads(out.read_text())["modes"] == rec["modes"]

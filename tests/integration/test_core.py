@@ -150,7 +150,8 @@ def test_resume_reattaches_live_and_relaunches_gone_with_cli_resume(jail_env):
     resumed = env.json("resume", "app", "--detach")
     assert resumed["fingerprint"] == info["fingerprint"] and resumed["status"] == "running"
     r = env.report()
-    assert r["argv"] == "--sandbox danger-full-access --no-daemon resume --last"
+    # Its own conversation, learned while it ran (never `resume --last`: issue 28.2).
+    assert r["argv"] == f"--sandbox danger-full-access --no-daemon resume {first['conversation']}"
     assert r["persisted"] == "run"  # the private home persisted across the resume
     assert r["home"] == str(env.home)
 
@@ -171,6 +172,7 @@ def test_resume_refuses_changed_executable(jail_env):
 def test_resume_refuses_mode_no_longer_allowed(jail_env):
     env = jail_env
     start(env)
+    env.kill()  # a relaunch: a live session is reattached, nothing launched (28.12)
     env.config_dir.mkdir(parents=True, exist_ok=True)
     (env.config_dir / "config.toml").write_text('allowed_modes = ["verified"]\n')
     proc = env.run("resume", "app", "--detach", "--json")

@@ -270,6 +270,10 @@ def test_an_invalid_config_is_its_own_reason(jail_env):
     (env.config_dir / "config.toml").write_text("default_mode = [\n")
     rows = env.json("list", "--check")
     assert rows[0]["status"] == "mismatch" and rows[0]["reasons"] == ["config"]
+    live = env.run("resume", "a", "--detach", "--json")  # live: reattached, nothing launched (28.12)
+    assert live.returncode == 0 and json.loads(live.stdout)["policy_changed"] == ["config"], live.stderr
+    assert "tmuxjail doctor" in live.stderr
+    env.kill()
     proc = env.run("resume", "a", "--json")
     assert proc.returncode == 3 and json.loads(proc.stdout)["reasons"] == ["config"]
     doc = json.loads(env.run("doctor", "--json").stdout)

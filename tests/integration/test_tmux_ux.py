@@ -305,7 +305,7 @@ def test_menu_print_follows_profiles_and_allowed_modes(env):
     labels = [a for a in argv if re.match(r"^-?(codex|claude-code|cursor|pi|shell)\s", a)]
     assert "codex        isolated (default)" in labels and "shell        verified" in labels
     assert not [ln for ln in labels if "compatibility" in ln]
-    assert "-pi           isolated (default)   not installed" in labels  # shown, disabled
+    assert "-pi           isolated (default)   not on the tmux server's PATH" in labels  # shown, disabled
     item = argv[argv.index("codex        isolated (default)") + 2]
     # Ids only: the item reads the pane's directory itself when it runs.
     assert item.startswith('run-shell -b "') and item.endswith(' menu _start codex isolated -t %0"')
@@ -488,7 +488,7 @@ def test_start_menu_when_the_first_provider_is_not_installed(ui):
     term.send("C-b", "J", "s")
     screen = wait(lambda: term.screen() if "tmuxjail: start in" in term.screen() else None,
                   what=f"the start menu: {term.screen()}")
-    assert re.search(r"claude-code\s+isolated\s+not installed", screen)
+    assert re.search(r"claude-code\s+isolated\s+not on the tmux server.s PATH", screen)
     assert "(1)" in next(ln for ln in screen.splitlines() if re.search(r"codex\s+compatibility", ln))
 
 

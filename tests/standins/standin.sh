@@ -3,17 +3,41 @@
 # Options (after tmuxjail's `--`): --outside PATH (try to write there), --secret PATH (try to read).
 name=$(basename "$0")
 out="$PWD/.standin-$name.report"
-outside=""; secret=""
+outside=""; secret=""; conv=""; convfile=""
 args="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --outside) outside="$2"; shift;;
     --secret) secret="$2"; shift;;
+    # Each CLI's conversation ids, as the real ones keep them (provider-facts; certify checks the
+    # real CLIs): Claude takes one up front, Pi a conversation file, Codex resumes one by id.
+    --session-id|--resume) conv="$2"; shift;;
+    --session) convfile="$2"; conv=$(basename "$2" .jsonl | sed "s/^tmuxjail-//"); shift;;
+    resume) [ "$name" = codex ] && conv="$2" && shift;;
   esac
   shift
 done
+if [ "$name" = codex ]; then
+  # Codex names its own id and keeps $CODEX_HOME/sessions/Y/M/D/rollout-<time>-<id>.jsonl open
+  # while it runs (the real one from the first message on).
+  dir="${CODEX_HOME:-$HOME/.codex}/sessions/$(date -u +%Y/%m/%d)"
+  if [ -z "$conv" ]; then
+    conv=$(cat /proc/sys/kernel/random/uuid)
+    mkdir -p "$dir" && printf '{"type":"session_meta","payload":{"id":"%s","timestamp":"%s","cwd":"%s"}}\n' \
+      "$conv" "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" "$PWD" > "$dir/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-$conv.jsonl"
+  fi
+  convfile=$(ls "${CODEX_HOME:-$HOME/.codex}"/sessions/*/*/*/rollout-*-"$conv".jsonl 2>/dev/null | head -n1)
+elif [ "$name" = claude ] && [ -n "$conv" ]; then
+  # Claude's transcript: projects/<cwd, non-alphanumerics -> '-'>/<id>.jsonl (the real one writes it
+  # at the first message; `--resume` of an id without one fails).
+  d="${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/$(printf %s "$PWD" | sed 's/[^a-zA-Z0-9]/-/g')"
+  mkdir -p "$d" && touch "$d/$conv.jsonl"
+elif [ -n "$convfile" ] && [ ! -e "$convfile" ]; then
+  mkdir -p "$(dirname "$convfile")" && echo '{"type":"session"}' > "$convfile"
+fi
 {
   echo "argv: $args"
+  echo "conversation: ${conv:-none}"
   echo "uid: $(id -u)"
   echo "home: $HOME"
   echo "home-list: $(ls -A "$HOME" 2>/dev/null | tr '\n' ' ')"
@@ -34,4 +58,5 @@ done
   echo "done"
 } > "$out.tmp" 2>&1
 mv "$out.tmp" "$out"
+[ -n "$convfile" ] && exec 3>>"$convfile"
 exec sleep 600

@@ -354,14 +354,21 @@ def test_all_shipped_profiles_load():
 
 
 def test_adapter_argv():
-    assert adapter("codex").resume_argv(["codex"], None, []) == ["codex", "--no-daemon", "resume", "--last"]
+    # No id known: a new conversation, never the folder's latest (another session's, issue 28.2).
+    assert adapter("codex").resume_argv(["codex"], None, []) == ["codex", "--no-daemon"]
+    uid = "01a23623-9cab-7733-85ba-8cdc4e0d4bc0"
+    assert adapter("codex").resume_argv(["codex"], uid, []) == ["codex", "--no-daemon", "resume", uid]
     assert adapter("codex").start_argv(["codex"], None, ["-m", "x"]) == ["codex", "--no-daemon", "-m", "x"]
     cc = adapter("claude-code")
     sid = cc.new_native_id()
     assert cc.start_argv(["claude"], sid, []) == ["claude", "--session-id", sid]
     assert cc.resume_argv(["claude"], sid, []) == ["claude", "--resume", sid]
     assert adapter("cursor").resume_argv(["a"], "chat1", []) == ["a", "--resume", "chat1"]
-    assert adapter("pi").resume_argv(["node", "cli.js"], None, []) == ["node", "cli.js", "--continue"]
+    assert adapter("pi").resume_argv(["node", "cli.js"], None, []) == ["node", "cli.js"]
+    assert adapter("pi").resume_argv(["pi"], uid, [], "/h", "/w/a:b") == [
+        "pi", "--session", f"/h/.pi/agent/sessions/--w-a-b--/tmuxjail-{uid}.jsonl"]
+    assert adapter("cursor").resume_argv(["a"], None, []) == ["a"]
+    assert adapter("claude-code").resume_argv(["c"], None, []) == ["c"]
     assert cc.env(HOME, "isolated", 0)["IS_SANDBOX"] == "1"
     assert adapter("pi").env(HOME, "isolated", 1000) == {"PI_CODING_AGENT_DIR": f"{HOME}/.pi/agent"}
 

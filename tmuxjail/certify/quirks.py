@@ -4,7 +4,9 @@ first run stopped), "resumed" (the resume checked). How a CLI is driven lives in
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +49,53 @@ def codex_nested(run: Run, t: Trial, screen: str) -> list[Check]:
 def codex_no_daemon_copy(run: Run, t: Trial) -> list[Check]:
     packages = t.state_base / ".codex/packages"
     return [check("codex: no daemon copy in CODEX_HOME", not packages.exists(), str(packages))]
+
+
+CODEX_PROMPT = (r"Ask Codex to do anything", r"OpenAI Codex \(v")
+
+
+def codex_own_conversations(run: Run, t: Trial) -> list[Check]:
+    """Two sessions of Codex in one workspace, one state: each resumes its own conversation, not
+    the folder's latest (28.2). Offline, with a made-up API key and the folder trusted (what
+    `codex login --with-api-key` and the trust screen write), a message makes Codex create its
+    conversation (the request then fails); tmuxjail learns the id from the file Codex holds open."""
+    state = t.state_base / ".codex"
+    auth, conf = state / "auth.json", state / "config.toml"
+    if not auth.exists():
+        auth.write_text(json.dumps({"auth_mode": "apikey", "OPENAI_API_KEY": "sk-tmuxjail-certify-offline"}))
+        auth.chmod(0o600)
+    trusted = f'[projects."{run.ws}"]\ntrust_level = "trusted"\n'
+    if trusted not in (conf.read_text() if conf.exists() else ""):
+        with conf.open("a") as f:
+            f.write("\n" + trusted)
+    names = [f"{t.name}-c1", f"{t.name}-c2"]
+    ids: dict[str, str | None] = {}
+    screens: dict[str, str] = {}
+    for n in names:
+        # The first message as Codex's own [PROMPT] argument: sent at start, nothing typed.
+        pane = run.start(t.mode, n, f"certify {n}").get("tmux_pane", "")
+        pat, screens[n] = run.wait_screen(pane, CODEX_PROMPT)
+        deadline = time.monotonic() + 30
+        while pat and time.monotonic() < deadline and not ids.get(n):
+            ids[n] = run.tj_json("show", n, "--json").get("native_session_id")
+            time.sleep(0.5)
+        if not ids.get(n):
+            screens[n] = run.screen(pane)
+    for n in names:
+        run.tj("stop", n, check=False)
+    argvs: dict[str, str | None] = {}
+    for n in names:
+        res = run.tj_json("resume", n, "--detach", "--json")
+        pat, _ = run.wait_screen(res.get("tmux_pane", ""), CODEX_PROMPT)
+        argvs[n] = run.seen_process[0] if pat and run.seen_process else None
+        run.tj("stop", n, check=False)
+    a, b = (ids.get(n) for n in names)
+    ok = bool(a and b and a != b) and all(
+        argvs[n] and f"resume {ids[n]}" in str(argvs[n]) and str(ids[other]) not in str(argvs[n])
+        for n, other in zip(names, reversed(names), strict=True))
+    return [check("codex: two sessions of one workspace each resume their own conversation (ids learned from "
+                  "the file Codex holds open)", ok,
+                  {"ids": ids, "resumed": argvs, **({} if ok else {"screens": {k: excerpt(v, 12) for k, v in screens.items()}})})]
 
 
 def claude_relocation_and_bypass(run: Run, t: Trial) -> list[Check]:
@@ -106,7 +155,8 @@ def pi_offline(run: Run, t: Trial) -> list[Check]:
 
 
 QUIRKS: dict[str, dict[str, Quirk]] = {
-    "codex": {"started": codex_no_daemon, "child": codex_nested, "stopped": codex_no_daemon_copy},
+    "codex": {"started": codex_no_daemon, "child": codex_nested, "stopped": codex_no_daemon_copy,
+              "resumed": codex_own_conversations},
     "claude-code": {"report": claude_relocation_and_bypass, "resumed": claude_resume_probe},
     "cursor": {"report": cursor_install_root},
     "pi": {"report": pi_offline},

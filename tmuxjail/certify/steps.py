@@ -212,12 +212,18 @@ def resume(run: Run, t: Trial) -> list[Check]:
     pat3, text3 = run.wait_screen(res.get("tmux_pane", "")) if "error" not in res else (None, res["error"])
     proc3 = run.seen_process if pat3 else None
     tokens3 = hashes(t.state_base, run.adapter.certify_tokens(t.mode))
+    # Exactly its own conversation (the id show --json records), or a new one when none had begun:
+    # never the folder's latest, which may be another session's (issue 28.2).
+    own_id = res.get("native_session_id")
+    fresh = res.get("conversation") == "new"
+    cli = proc3[0] if proc3 else ""
+    argv_ok = bool(cli) and (not re.search(r"(^| )(resume|--resume|--continue|-c|--last)( |$)", cli) if fresh
+                             else bool(re.search(run.hooks.resume_syntax, cli)) and str(own_id) in cli)
     checks.append(check(
-        "resume relaunches the CLI's own resume in the same workspace",
-        pat3 and proc3 and re.search(run.hooks.resume_syntax, proc3[0]) and proc3[1] == str(run.ws)
-        and tokens3 == t.tokens,
-        {"first_screen": pat3, "cli": proc3 and proc3[0], "cwd": proc3 and proc3[1],
-         "state_tokens_unchanged": tokens3 == t.tokens, "screen": excerpt(text3, 8)}))
+        "resume relaunches the CLI's own resume of its own conversation, in the same workspace",
+        pat3 and proc3 and argv_ok and proc3[1] == str(run.ws) and tokens3 == t.tokens,
+        {"first_screen": pat3, "cli": proc3 and proc3[0], "cwd": proc3 and proc3[1], "conversation": own_id,
+         "new_conversation": fresh, "state_tokens_unchanged": tokens3 == t.tokens, "screen": excerpt(text3, 8)}))
     checks += quirks.at(run, t, "resumed")
     run.tmux("kill-server")
     time.sleep(0.3)

@@ -183,7 +183,9 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     r.add_argument("--detach", action="store_true", help="do not attach or switch the client")
     r.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the session (key bindings pass it)")
     r.add_argument("--accept-changes", action="store_true",
-                   help="move the session to today's policy (asks on a terminal; verified mode needs the new approval first)")
+                   help="move the session to today's policy, ending its CLI if it runs (asks on a terminal; "
+                        "verified mode needs the new approval first)")
+    r.add_argument("--yes", action="store_true", help="with --accept-changes: do not ask (scripts)")
     r.add_argument("--json", action="store_true", help="print JSON")
 
     a = cmd("attach", "reattach a live session: nothing is relaunched (resume relaunches a CLI that ended)",

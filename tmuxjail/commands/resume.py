@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
 
-from .. import jail, log, plan
+from .. import conversation, jail, log, plan
 from ..adapters import get as get_adapter
 from ..config import network_fix
 from ..context import Context, where_it_runs
-from ..errors import UsageError
+from ..errors import ResumeRefused, UsageError, refuse_inside_jail
 from ..model import Mode, Policy
 from ..policy import as_data
-from ..render import Result, confirm
-from ..status import describe, is_jail_pane
+from ..render import Result, confirm, interactive
+from ..status import describe, is_jail_pane, placement
 from ..tmux import check_name
 from . import Call
+from .stop import kill_placed
 
 
 def cli_argv_from_policy(pol: Policy) -> list[str]:
@@ -25,7 +28,9 @@ def cli_argv_from_policy(pol: Policy) -> list[str]:
     return [*interp[:1], exe.path]
 
 
-def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool = False) -> dict:
+def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool = False,
+           ask: Callable[[str], bool] | None = None) -> dict:
+    """ask: how to confirm that --accept-changes ends a running CLI (None: the caller decided)."""
     check_name(name)
     store = ctx.store
     row = store.find(name)
@@ -35,12 +40,23 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
         raise plan.refuse(row, ["tampered"], f"{name} has no recorded fingerprint; refusing to resume it",
                           "start a new session")
     ctx = where_it_runs(ctx, row, "resume")
-    got = plan.recompute(ctx, row)
+    jailed = jail_panes(ctx, row)
+    live = [p for p in jailed if p.pane_dead != "1"]
+    try:
+        got = plan.recompute(ctx, row)
+    except ResumeRefused as exc:
+        if live and not accept_changes:  # today's config cannot be read: reattaching launches nothing
+            return _reattach(ctx, row, detach, exc.data.get("reasons") or ["config"])
+        raise
     fp, pol, reasons = got.fingerprint, got.policy, got.reasons
     if fp != row.fingerprint and accept_changes and reasons and "tampered" not in reasons and pol is not None:
-        return _accept_changes(ctx, row, fp, pol, reasons, detach)
-    if fp == row.fingerprint and pol is not None and pol.mode is Mode.verified:
+        return _accept_changes(ctx, row, fp, pol, reasons, detach, bool(live), ask)
+    if fp == row.fingerprint and pol is not None and pol.mode is Mode.verified and not live:
         plan.still_approved(ctx, row, pol)
+    if live:
+        # Nothing is launched: the running CLI keeps the policy it started with. Only a relaunch
+        # is refused after a change (28.12); the result says so.
+        return _reattach(ctx, row, detach, (reasons or ["tampered"]) if fp != row.fingerprint else [])
     if fp != row.fingerprint:
         reasons = reasons or ["tampered"]
         store.event("resume-refused", row.id, reasons=reasons, old=row.fingerprint, new=fp)
@@ -57,29 +73,22 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
                     f"or a session from before jails got a share of them (docs/resources.md); "
                     f"`tmuxjail resume {name} --accept-changes` runs it under today's, or start a new session")
         raise plan.refuse(row, reasons,
-                          f"{name}: the policy changed since the session started ({', '.join(reasons)}); refusing to resume",
-                          hint)
+                          f"{name}: the policy changed since the session started ({plan.said(row, pol, reasons)}); "
+                          "refusing to resume", hint)
     assert pol is not None  # the recorded fingerprint comes with a policy
-    panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
-    jailed = [p for p in panes if is_jail_pane(p, row)]
-    if panes and not jailed:
-        raise plan.refuse(row, ["tampered"], f"{name}: the tmux session has no pane with this jail's fingerprint",
-                          f"stop it with `tmuxjail stop {name}` and start a new one")
-    for p in jailed:
-        if ctx.tmux.pane_option(p.pane_id, "@tmuxjail_fp") != row.fingerprint:
-            raise plan.refuse(row, ["tampered"], f"{name}: the pane's @tmuxjail_fp does not match the store",
-                              f"stop it with `tmuxjail stop {name}`")
-    live = [p for p in jailed if p.pane_dead != "1"]
-    if live:
-        store.event("reattach", row.id, fingerprint=fp)
-        result = describe(ctx, row)
-        result["attach"] = None if detach else ctx.tmux.attach_argv(row.tmux_session)
-        return result
     # The pane is gone or dead: relaunch the CLI's own resume, in the same jail.
     adapter = get_adapter(row.provider)
     r = row.request_data
+    native_id = conversation.learn(ctx, row, adapter.conversation, jailed[0] if jailed else None)
     exe = adapter.own_sandbox_off(cli_argv_from_policy(pol), pol.mode.value, pol.backend)
-    cli_argv = adapter.backend_resume_argv(pol.backend, exe, row.native_id, list(r.get("args", ())))
+    ws = r["workspaces"][0]
+    rel = adapter.conversation_file(ws, native_id) if native_id else None
+    began = not (rel and conversation.never_began(row.private_home or pol.home, rel))
+    if began:
+        cli_argv = adapter.backend_resume_argv(pol.backend, exe, native_id, list(r.get("args", ())), pol.home, ws)
+    else:  # its id was given up front and no conversation began: the same id, new (resuming it fails)
+        cli_argv = adapter.start_argv(exe, native_id, list(adapter.seatbelt_args if pol.backend == "seatbelt" else ()),
+                                      pol.home, ws)
     spec = jail.stage(ctx, row.id, fp, pol, adapter, jail.build(ctx, pol, cli_argv))
     with jail.spec_discarded_on_failure(spec):
         options = jail.options(row.id, pol, fp)
@@ -88,13 +97,44 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
             # Before the pane exists: its launcher refuses a session the store still calls stopped.
             store.update_session(row.id, status="starting")
         try:
-            pane = _relaunch(ctx, row, jailed, argv, options, pol, fp)
+            pane = _relaunch(ctx, row, jailed, argv, options, pol, fp, detach)
         except BaseException:
             if row.status == "stopped":
                 store.update_session(row.id, status="stopped")
             raise
         store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket(), status="starting")
-        return jail.settle(ctx, row.id, row.tmux_session, pane, spec, "resume", pol, fp, detach)
+        result = jail.settle(ctx, row.id, row.name, pane, spec, "resume", pol, fp, detach)
+        if (not native_id or not began) and row.provider != "shell":
+            result["conversation"] = "new"  # none of its own was recorded: never another's
+        return result
+
+
+def jail_panes(ctx: Context, row) -> list:
+    """The session's jailed panes on its server; refused (tampered) when its tmux session holds
+    panes that are not this jail's, or a pane's fingerprint is not the store's."""
+    panes = [p for p in ctx.tmux.panes() if p.session_name == row.tmux_session]
+    if placement(row) != "session":  # a window or split in someone else's session: its own panes only
+        panes = [p for p in panes if p.tmuxjail_id == row.id]
+    jailed = [p for p in panes if is_jail_pane(p, row)]
+    # A stopped session cannot be stopped again: its hint never sends the user to `stop` (28.3).
+    fix = (f"start a new session (`tmuxjail list --all` shows {row.name})" if row.status == "stopped"
+           else f"stop it with `tmuxjail stop {row.name}` and start a new one")
+    if panes and not jailed:
+        raise plan.refuse(row, ["tampered"], f"{row.name}: the tmux session has no pane with this jail's fingerprint",
+                          fix)
+    for p in jailed:
+        if ctx.tmux.pane_option(p.pane_id, "@tmuxjail_fp") != row.fingerprint:
+            raise plan.refuse(row, ["tampered"], f"{row.name}: the pane's @tmuxjail_fp does not match the store", fix)
+    return jailed
+
+
+def _reattach(ctx: Context, row, detach: bool, changed: list[str]) -> dict:
+    ctx.store.event("reattach", row.id, fingerprint=row.fingerprint, **({"changed": changed} if changed else {}))
+    result = describe(ctx, row)
+    result["attach"] = None if detach else ctx.tmux.attach_argv(row.tmux_session)
+    if changed:
+        result["policy_changed"] = changed
+    return result
 
 
 def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
@@ -107,37 +147,78 @@ def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
     return f"it ran with network {old} and {now}: to resume it as it was, {keep}{move}"
 
 
-def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str) -> str:
+def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str,
+              detach: bool) -> str:
     """The new pane: respawned in place of the dead one, or in a new tmux session."""
     r = row.request_data
     if jailed:
         ctx.tmux.respawn(jailed[0].pane_id, argv, r["workspaces"][0], options)
         return str(jailed[0].pane_id)
+    if placement(row) != "session":
+        # A stopped --here/--split jail: a new window of the session it came from, while it exists;
+        # else a session of its own, named after it.
+        if ctx.tmux.has_session(row.tmux_session):
+            return str(ctx.tmux.new_pane("window", f"={row.tmux_session}:", argv, r["workspaces"][0], options,
+                                         detach=detach))
+        if ctx.tmux.has_session(row.name):
+            raise UsageError(f"{row.name}: the tmux session it came from ({row.tmux_session!r}) is gone, and a tmux "
+                             f"session named {row.name!r} already exists", hint=f"tmux kill-session -t ={row.name}, "
+                             f"or start a new session")
+        ctx.store.update_session(row.id, tmux_session=row.name)
+        row = row._replace(tmux_session=row.name)
     return str(ctx.tmux.new_session(row.tmux_session, argv, r["workspaces"][0], options,
                                     session_options=jail.session_options(row.id, fp),
                                     hooks=jail.session_hooks(row.id, pol)))
 
 
-def _accept_changes(ctx: Context, row, fp: str, pol: Policy, reasons: list[str], detach: bool) -> dict:
+def _accept_changes(ctx: Context, row, fp: str, pol: Policy, reasons: list[str], detach: bool, live: bool,
+                    ask: Callable[[str], bool] | None) -> dict:
     """Move a session to today's policy: only once a human approved it (verified mode), and
     recorded as an event linking the old fingerprint to the new one. The CLI is relaunched under
-    the new policy; nothing keeps running under the old one."""
+    the new policy; nothing keeps running under the old one: a running CLI is ended, which ask
+    (the CLI's confirmation; None: the caller has decided) must agree to first."""
+    what = (f"This ends the CLI running in {row.name} and relaunches it under today's policy" if live
+            else f"This relaunches {row.name} under today's policy")
+    if ask is not None and not ask(f"{what} ({', '.join(reasons)}). Continue?"):
+        raise UsageError(f"{what}: not confirmed", hint=f"tmuxjail resume {row.name} --accept-changes --yes")
     approval = plan.still_approved(ctx, row, pol) if pol.mode is Mode.verified else None
     store = ctx.store
     store.event("accept-changes", row.id, old=row.fingerprint, new=fp, reasons=reasons,
                 approval=approval["id"] if approval else None)
     log.info("accept_changes", session=row.name, old=row.fingerprint, new=fp, reasons=reasons)
-    if ctx.tmux.has_session(row.tmux_session):  # ctx is the session's own server (resume)
+    if placement(row) != "session":  # its own panes, never the session it was placed in
+        kill_placed(ctx.tmux, row)
+    elif ctx.tmux.has_session(row.tmux_session):  # ctx is the session's own server (resume)
         ctx.tmux.kill_session(row.tmux_session)
     store.update_session(row.id, fingerprint=fp, policy=json.dumps(as_data(pol), sort_keys=True),
                          approval_id=approval["id"] if approval else row.approval_id)
     return resume(ctx, row.name, detach=detach)
 
 
+def _ask(question: str) -> bool:
+    if not interactive():
+        raise UsageError("--accept-changes asks first, and there is no terminal to ask on",
+                         hint="confirm it in the command: add --yes")
+    return confirm(question)
+
+
 def run(call: Call) -> Result:
+    refuse_inside_jail(call.ctx.env, "resume")
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
-    if a.accept_changes and not confirm(f"Move {a.name} to today's policy and relaunch it?"):
-        raise UsageError("--accept-changes asks on a terminal only, and was not confirmed")
-    result = resume(ctx, a.name, detach=a.detach, accept_changes=a.accept_changes)
-    return Result(result, None if a.client else f"resumed {result['name']} ({result['mode']})", bring=result)
+    ask = None if a.yes else _ask
+    result = resume(ctx, a.name, detach=a.detach, accept_changes=a.accept_changes, ask=ask)
+    if result.get("policy_changed") == ["config"]:
+        sys.stderr.write(f"tmuxjail: today's config cannot be read: reattached {result['name']}, whose CLI keeps "
+                         "running under the policy it started with; fix the config (`tmuxjail doctor` shows it) "
+                         "before it is relaunched\n")
+    elif result.get("policy_changed"):
+        sys.stderr.write(f"tmuxjail: {result['name']}'s policy changed since it started "
+                         f"({', '.join(result['policy_changed'])}): reattached, its CLI keeps running under the "
+                         f"policy it started with; a relaunch would be refused (`tmuxjail resume {result['name']} "
+                         "--accept-changes` moves it to today's policy, ending the running CLI)\n")
+    text = f"resumed {result['name']} ({result['mode']})"
+    if result.get("conversation") == "new":
+        text += ("; no conversation of its own was recorded (none had begun, or it could not be told from "
+                 "another session's), so a new one started")
+    return Result(result, None if a.client else text, bring=result)

@@ -7,7 +7,7 @@ import json
 
 from .. import jail, log, plan
 from ..context import Context, where_it_runs
-from ..errors import ResumeRefused, TmuxjailError, UsageError
+from ..errors import ResumeRefused, TmuxjailError, UsageError, refuse_inside_jail
 from ..render import Result
 from ..status import describe
 from . import Call
@@ -44,6 +44,7 @@ def shell(ctx: Context, name: str, detach: bool = False) -> dict:
 
 
 def run(call: Call) -> Result:
+    refuse_inside_jail(call.ctx.env, "shell")
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
     result = shell(ctx, a.name, detach=a.detach or bool(a.client))

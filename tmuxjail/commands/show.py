@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from .. import netlog, profiles
+from ..adapters import get as get_adapter
 from ..audit import clean, latest, line
-from ..context import Context
+from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
 from ..render import Result, policy_text, session_text
 from ..status import describe
 from ..tmux import check_name
 from . import Call
+from .stop import learn_conversation
 
 
 def show(ctx: Context, name: str) -> dict:
@@ -17,6 +21,12 @@ def show(ctx: Context, name: str) -> dict:
     row = ctx.readonly_store().find(name)
     if row is None:
         raise UsageError(f"no session named {name!r}", hint="see: tmuxjail list --all")
+    if row.status != "stopped" and not row.native_id and get_adapter(row.provider).conversation is not None:
+        try:  # learned while its CLI runs (the file it holds open); show never fails on it
+            learn_conversation(where_it_runs(ctx, row, "show"), row)
+            row = ctx.store.find(name) or row
+        except (TmuxjailError, OSError, sqlite3.Error):
+            pass  # a store we may not write, a server that does not answer: shown as recorded
     out = describe(ctx, row)
     pol = out["policy"] = row.policy_data
     out["request"] = row.request_data

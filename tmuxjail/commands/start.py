@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .. import audit, jail, log, restrict, stateaudit, warm
 from ..canon import fingerprint
 from ..context import Context
-from ..errors import NotApproved, UsageError
+from ..errors import NotApproved, UsageError, refuse_inside_jail
 from ..host import mac_layout
 from ..policyview import GIT_WRITE, as_data
 from ..registry import Mode
@@ -82,7 +82,7 @@ def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> di
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode.value, pol.backend)
-    launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args)))
+    launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0]))
     data = as_data(pol)
     spec = ctx.paths.spool / "<session-id>-<token>.json"
     out = {"dry_run": True, "provider": opts.provider, "mode": pol.mode.value, "fingerprint": fp,
@@ -101,7 +101,8 @@ def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> di
         tty = os.ttyname(0) if os.isatty(0) else None  # a real start: the pane's, from the launcher
         layout = mac_layout(mac, ctx.tmux.socket, ctx.env, tty=tty)
         text, params = seatbelt.profile(mac, layout)
-        mac_cli = p.adapter.start_argv(p.resolved.argv, native_id, [*p.adapter.seatbelt_args, *opts.args])
+        mac_cli = p.adapter.start_argv(p.resolved.argv, native_id, [*p.adapter.seatbelt_args, *opts.args],
+                                       pol.home, workspaces[0])
         out.update(policy=mac, fingerprint=fingerprint(mac),
                    sandbox_argv=seatbelt.Seatbelt().wrap(mac, mac_cli, layout),
                    seatbelt_profile=text, seatbelt_params=params)
@@ -121,7 +122,7 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.argv, pol.mode.value, pol.backend)
-    cli_argv = adapter.start_argv(exe, native_id, list(opts.args))
+    cli_argv = adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0])
     launch = jail.build(ctx, pol, cli_argv)
     if opts.backend == "seatbelt":
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
@@ -129,7 +130,12 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     ctx.tmux.require()
     warn_git_write(pol)
     store = ctx.store
-    name = opts.name or auto_name(opts.provider, workspaces[0], store.names())
+    name = opts.name or auto_name(opts.provider, workspaces[0], store.names(include_stopped=True))
+    old = store.find(name) if opts.name else None
+    if old is not None and old.status == "stopped":  # never two records of one name (28.19)
+        raise UsageError(f"a stopped session named {name!r} exists (its record and last audit are kept)",
+                         hint=f"bring it back with `tmuxjail resume {name}`, or pick another --name "
+                              "(`tmuxjail prune` forgets stopped sessions)")
     # A tmux session of that name is refused by new-session itself (one tmux run less before
     # the pane): the row made meanwhile is then forgotten (DuplicateSession below).
     request = {"provider": opts.provider, "mode": pol.mode.value, "workspaces": list(workspaces),
@@ -207,6 +213,7 @@ def dry_run_text(result: dict) -> str:
 
 
 def run(call: Call) -> Result:
+    refuse_inside_jail(call.ctx.env, "start")
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
     opts = options(call)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from .. import audit, log, netproxy
+from .. import audit, conversation, log, netproxy
+from ..adapters import get as get_adapter
 from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
 from ..render import Result
@@ -21,13 +22,24 @@ def kill_placed(tmux, row) -> None:
             tmux.run("kill-pane", "-t", p.pane_id, check=False)
 
 
+def learn_conversation(ctx: Context, row) -> None:
+    conv = get_adapter(row.provider).conversation
+    if conv is None or row.native_id:
+        return
+    mine = [p for p in ctx.tmux.panes() if p.tmuxjail_id == row.id and kind(p.start_command, row.fingerprint)]
+    conversation.learn(ctx, row, conv, mine[0] if mine else None)
+
+
 def stop(ctx: Context, name: str) -> dict:
     check_name(name)
     store = ctx.store
     row = store.find(name)
-    if row is None or row.status == "stopped":
+    if row is None:
         raise UsageError(f"no live session named {name!r}", hint="see: tmuxjail list")
+    if row.status == "stopped":  # never a hint back to resume's "stop it" (28.3)
+        raise UsageError(f"{name} is stopped already", hint=f"bring it back with `tmuxjail resume {name}`")
     ctx = where_it_runs(ctx, row, "stop")
+    learn_conversation(ctx, row)  # while its CLI still runs: the one moment its open file says it
     if placement(row) != "session":  # a window or split in someone else's session
         kill_placed(ctx.tmux, row)
     elif ctx.tmux.has_session(row.tmux_session):

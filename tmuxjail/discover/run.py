@@ -69,7 +69,7 @@ def _new_id(ctx, provider: str, workspace: str, replay_of: str | None = None) ->
     base = re.sub(r"[^a-z0-9-]+", "-", os.path.basename(workspace).lower()).strip("-")[:30] or "ws"
     prefix = f"{replay_of}-replay" if replay_of else f"{provider}-{base}-"
     top = ensure_private_dir(root(ctx.paths))
-    taken = ctx.store.names()
+    taken = ctx.store.names(include_stopped=True)
     n = 1
     while True:
         did = f"{prefix}{n}"
