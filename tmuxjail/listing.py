@@ -17,9 +17,12 @@ def public(rows_: list[dict]) -> list[dict]:
 
 
 def _status_text(d: dict) -> str:
+    out = _status(d)
     if d.get("audit"):
-        return f"{_status(d)}!audit({d['audit']})"
-    return _status(d)
+        out += f"!audit({d['audit']})"
+    if d.get("denied"):  # the proxy refused something: `show NAME --network` says what, and the fix
+        out += f"!denied({d['denied']})"
+    return out
 
 
 def _status(d: dict) -> str:
