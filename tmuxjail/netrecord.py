@@ -245,3 +245,17 @@ def totals(directory: str) -> dict[str, int]:
                 if type(v) is int and v >= 0:
                     out[k] = out.get(k, 0) + v
     return out
+
+
+def remove(directory: str) -> None:
+    """Every record of the session's proxies (prune: the session is gone)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for n in names:
+        if n.startswith((LOG_NAME, COUNTERS_PREFIX)):
+            try:
+                os.unlink(os.path.join(directory, n))
+            except OSError:
+                pass

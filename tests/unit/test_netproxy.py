@@ -513,3 +513,13 @@ def test_the_fix_for_a_denied_destination(rule, host, ceiling, want):
     v = dict(s, mode="verified")
     if rule == "allowlist" and ceiling == ("*",):
         assert netlog.fix(rule, host, v, ceiling).startswith("tmuxjail approve shell --allow-domain pypi.org")
+
+
+def test_prune_removes_every_record_of_the_session(tmp_path):
+    from tmuxjail import netrecord
+    from tmuxjail.commands.prune import forget_network
+
+    for n in (netrecord.LOG_NAME, netrecord.LOG_NAME + ".1", "counters-12.json", "counters-12.json.tmp"):
+        (tmp_path / n).write_text("{}\n")
+    forget_network(str(tmp_path))
+    assert not tmp_path.exists()
