@@ -35,6 +35,13 @@ MAX_HEAD = 8192
 HEAD_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 10.0
 MAX_CONNECTIONS = 256
+# Refusals (403s and bad requests) answered at full speed; beyond, each waits its turn, holding its
+# slot: a jail that floods its proxy gets its answers slower instead of the proxy's CPU, so the
+# tunnels it was allowed keep their throughput (bench/network.py, "flood"). When every slot is
+# held, the accept loop pauses after each refusal: the flood waits in the kernel's backlog.
+REFUSALS_PER_S = 250.0
+REFUSAL_BURST = 500.0
+FULL_PAUSE = 0.005
 BUF = 1 << 18
 PR_SET_PDEATHSIG = 1
 
@@ -69,6 +76,8 @@ class Proxy:
         self.overrides: dict[str, tuple[str, bool]] = {n: (a, bool(t)) for n, a, t in resolve}
         self.rec = Recorder(directory, owner)
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._bucket = [REFUSAL_BURST, time.monotonic()]  # refusal tokens, when last filled
+        self._bucket_lock = threading.Lock()
         self._own: tuple[float, frozenset | None] = (0.0, None)
 
     # -- decision --------------------------------------------------------------------------------
@@ -124,6 +133,16 @@ class Proxy:
         addrs = dict.fromkeys(netcheck.unmapped(a) for a, _ in infos)
         return [(str(a), port) if a.version == 4 else (str(a), port, 0, 0) for a in addrs], pattern
 
+    def pace(self) -> None:
+        """Wait for this refusal's turn (a token bucket of REFUSALS_PER_S): no wait below it."""
+        with self._bucket_lock:
+            tokens, at = self._bucket
+            now = time.monotonic()
+            tokens = min(REFUSAL_BURST, tokens + (now - at) * REFUSALS_PER_S) - 1
+            self._bucket[:] = [tokens, now]
+        if tokens < 0:
+            time.sleep(-tokens / REFUSALS_PER_S)
+
     # -- serving ---------------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
         threading.Thread(target=self.rec.flusher, daemon=True).start()
@@ -135,6 +154,7 @@ class Proxy:
             if not self.slots.acquire(blocking=False):
                 self.rec.event("no-slot", f"{MAX_CONNECTIONS} connections open")
                 conn.close()
+                time.sleep(FULL_PAUSE)
                 continue
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
@@ -154,6 +174,7 @@ class Proxy:
             host, port, forward = parse_request(head)
         except BadRequest as exc:
             self.rec.event("malformed", f"{exc.status} {exc.reason}")
+            self.pace()
             _reply(conn, exc.status, exc.reason, str(exc))
             return
         except OSError:
@@ -164,6 +185,7 @@ class Proxy:
             addrs, rule = self.decide(host, port)
         except Refused as r:
             self.rec.decision(shown, port, r.address, "denied", r.rule)
+            self.pace()
             _reply(conn, 403, "Forbidden", netcheck.why_refused(r.rule, shown))
             return
         up, sa, err = None, addrs[0], ""

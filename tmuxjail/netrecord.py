@@ -25,7 +25,7 @@ import time
 LOG_NAME = "network.jsonl"
 OLD_SUFFIX = ".1"
 COUNTERS_PREFIX = "counters-"
-ROTATE_AT = 4 << 20
+ROTATE_AT = 2 << 20
 FLUSH_EVERY = 1.0
 MAX_ALLOWED = 1024
 MAX_DENIED = 1024

@@ -22,7 +22,7 @@ from tmuxjail import netrecord
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")
-FLOOD = 27000  # junk CONNECTs of ~330-byte rows: more than twice ROTATE_AT, so rows are dropped
+FLOOD = 14000  # junk CONNECTs of ~330-byte rows: more than twice ROTATE_AT (2 MiB), so rows are dropped
 
 FLOOD_SCRIPT = """\
 python3 - <<'PY'
