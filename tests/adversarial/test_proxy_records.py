@@ -134,6 +134,8 @@ def test_the_fix_shown_for_a_denied_destination_works(jail_env, upstream):
     rep, text = show_net(env)
     fixes = {d["host"]: d.get("fix", "") for d in rep["by_destination"]}
     assert "operator's ceiling refuses it" in fixes["zzz.test"], fixes
+    listed = [r for r in env.json("list") if r["name"] == "j"]
+    assert listed[0].get("denied") == 2 and "!denied(2)" in env.run("list", check=True).stdout, listed
     cmd = fixes["up2.test"].split(": ", 1)[1]
     assert cmd.startswith("tmuxjail start shell --mode isolated --network proxy") and f"to allow it: {fixes['up2.test']}" in text
     words = cmd.split()[1:]
