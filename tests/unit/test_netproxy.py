@@ -139,6 +139,7 @@ def test_decide_refusals(no_dns, host, rule):
 @pytest.mark.parametrize("head,status", [
     (b"GET https://x.test/ HTTP/1.1\r\nHost: x.test", 400),
     (b"GET /x HTTP/1.1\r\nHost: x.test", 400),
+    (b"GET ftp://x.test/ HTTP/1.1", 400),
     (b"get http://x.test/ HTTP/1.1", 405),
     (b"GET http://x.test:123456/ HTTP/1.1", 400),
     (b"GET http:///x HTTP/1.1", 400),
