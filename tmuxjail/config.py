@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from .errors import ConfigError, TmuxjailError
 from .netcheck import check_name
-from .netpolicy import ANY, check_pattern
+from .netpolicy import ANY, allowlist, check_pattern, normalize
 from .registry import MODES, PROVIDERS
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
@@ -51,8 +51,6 @@ def restore_network(mode: str, old: dict[str, Any], request: dict[str, Any], cfg
     policy; request: its recorded request; cfg: today's config without TMUXJAIL_NETWORK), each
     one a change that works: the allow list is checked by computing it as a resume would. None
     when no config change restores it (the profile's own domains changed, say)."""
-    from .netpolicy import allowlist, normalize
-
     steps = []
     old_net = str(old.get("network", "host"))
     env = (os.environ.get("TMUXJAIL_NETWORK") or "").strip()
