@@ -156,7 +156,12 @@ class Proxy:
                 conn.close()
                 time.sleep(FULL_PAUSE)
                 continue
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            try:
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            except RuntimeError:  # no thread to be had (the user's process limit): refused, recorded
+                self.rec.event("no-slot", "cannot start a thread")
+                conn.close()
+                self.slots.release()
 
     def _handle(self, conn: socket.socket) -> None:
         try:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import tomllib
 
 import pytest
+from conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -122,3 +124,25 @@ def test_every_network_hint_of_resume_works(jail_env, case):
     assert proc.returncode == 0, (hint, (env.config_dir / "config.toml").read_text(), proc.stderr)
     assert json.loads(proc.stdout)["status"] in ("running", "starting")
     assert env.json("show", "v")["policy"] == recorded
+
+
+def test_the_other_way_accept_changes_works_too(jail_env):
+    """The hint's alternative, `tmuxjail resume NAME --accept-changes`, asks on a terminal: typed
+    into a pane and answered, it moves the session to today's network."""
+    env = jail_env
+    env.run("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "v", "--detach",
+            "--non-interactive", check=True)
+    env.kill()
+    write(env, '[network.allow_domains]\nisolated = ["pypi.org"]\n')
+    proc = env.run("resume", "v", "--detach", "--json")
+    hint = json.loads(proc.stdout)["hint"]
+    cmd = re.search(r"or run it under today's with `([^`]+)`", hint).group(1)
+    assert cmd == "tmuxjail resume v --accept-changes", hint
+    rc = env.root / "rc"
+    words = " ".join([sys.executable, "-P", "-m", "tmuxjail", *env.flags, *cmd.split()[1:], "--detach"])
+    env.tmux("new-session", "-d", "-s", "answer", "-c", str(env.ws), f"{words}; echo $? > {rc}; sleep 60")
+    wait_until(lambda: "[y/N]" in env.tmux("capture-pane", "-p", "-t", "=answer:"), timeout=60, what="the question")
+    env.tmux("send-keys", "-t", "=answer:", "y", "Enter")
+    wait_until(rc.exists, timeout=60, what="the resume's exit")
+    assert rc.read_text().strip() == "0", env.tmux("capture-pane", "-p", "-t", "=answer:")
+    assert env.json("show", "v")["policy"]["allow_domains"] == ["pypi.org"]
