@@ -121,6 +121,12 @@ def upstream(total: int) -> socket.socket:
     return s
 
 
+def cpu_s(pid: int) -> float:
+    """utime + stime of a process, in seconds."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def vmrss_kb(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -251,7 +257,8 @@ def bench_transfer(base: Path, runs: int, mb: int) -> dict:
               py3, "-I", "-S", str(d / "bridge.py"), sock, str(netbridge.PORT), "--",
               py3, "-I", "-S", str(d / "client.py"), "proxy", "up.test", str(port), str(total)]
     direct = [py3, "-I", "-S", str(d / "client.py"), "direct", "127.0.0.1", str(port), str(total)]
-    out: dict[str, list[float]] = {"direct": [], "proxy": [], "flooded": [], "flood_rate": []}
+    out: dict[str, list[float]] = {"direct": [], "proxy": [], "flooded": [], "flood_rate": [], "proxy_cpu": [],
+                                   "flooded_cpu": []}
     try:
         for i in range(runs + 1):
             for kind, argv in (("direct", direct), ("proxy", jailed), ("flooded", jailed)):
@@ -261,7 +268,11 @@ def bench_transfer(base: Path, runs: int, mb: int) -> dict:
                     flood = subprocess.Popen([py3, "-I", "-S", str(d / "flooder.py"), sock, str(stop), str(FLOOD_THREADS)],
                                              stdout=subprocess.PIPE, text=True)
                     time.sleep(1.0)  # the flood is on before the stream starts
+                c0, t0 = cpu_s(proxy.pid), time.perf_counter()
                 p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+                if i and kind != "direct":  # the proxy's CPU, in cores, while the stream ran
+                    out[f"{kind}_cpu" if kind == "flooded" else "proxy_cpu"].append(
+                        (cpu_s(proxy.pid) - c0) / (time.perf_counter() - t0))
                 if flood is not None:
                     stop.write_text("")
                     rate = float(flood.communicate(timeout=60)[0].strip() or "nan")
@@ -315,6 +326,8 @@ def main() -> None:
     print(f"under a flood of {med(t['flood_rate']):.0f} denied CONNECTs/s ({FLOOD_THREADS} threads; log on disk "
           f"{t['log_bytes'][0] / (1 << 20):.1f} MiB): proxied {thr['flooded']:.0f} MB/s vs {thr['proxy']:.0f} MB/s "
           f"unflooded  ratio {flood_ratio:.2f}x  target >= 0.9x  {verdict(flood_ratio >= 0.9)}")
+    print(f"proxy CPU while the stream ran (median, cores): {med(t['proxy_cpu']):.2f} unflooded, "
+          f"{med(t['flooded_cpu']):.2f} flooded (the flood's cost to the proxy: what it takes from the stream)")
     best = {k: args.mb / min(v) for k, v in t.items() if k in ("direct", "proxy")}
     print(f"transfer {args.mb} MB (best of {args.runs}, info): direct {best['direct']:.0f} MB/s, proxied "
           f"{best['proxy']:.0f} MB/s  ratio {best['proxy'] / best['direct']:.2f}x")
