@@ -11,6 +11,10 @@
   namespace of its own (`unshare -rn`, as in a jail) under the real bridge, which hands each
   connection to the real proxy (netproxy) over its unix socket. Only the data phase is timed.
   Target: proxied throughput ≥ 0.8× direct.
+- flood (issue 27.3): the same proxied transfer while a flooder hammers the same proxy (its
+  records on: rotating log and counters) with junk CONNECTs to names it denies, from FLOOD_THREADS
+  threads, as a jail would to blind the log. Target: flooded throughput >= 0.9x unflooded; the
+  flood's rate and the log's size are printed.
 - memory: VmRSS of each started session's proxy process (and of the in-jail bridge, info).
 
 HOME and XDG dirs point into a temporary directory; private tmux servers (-L) are killed at the
@@ -38,6 +42,33 @@ PY = sys.executable
 TJ = Path(PY).parent / "tmuxjail"
 READY = ".ready"
 CHUNK = 1 << 18
+FLOOD_THREADS = 4
+
+FLOODER = r"""
+import socket, sys, threading, time
+path, stop = sys.argv[1], sys.argv[2]
+import os
+n = [0] * int(sys.argv[3])
+def run(k):
+    i = 0
+    while not os.path.exists(stop):
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(path)
+            s.sendall(b"CONNECT junk%d-%d.%s.test:443 HTTP/1.1\r\n\r\n" % (k, i, b"a" * 60))
+            s.recv(64)
+        except OSError:
+            pass
+        finally:
+            s.close()
+        i += 1
+        n[k] = i
+ts = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(n))]
+t0 = time.perf_counter()
+for t in ts: t.start()
+for t in ts: t.join()
+print(sum(n) / (time.perf_counter() - t0))
+"""
 
 CLIENT = r"""
 import socket, sys, time
@@ -88,6 +119,12 @@ def upstream(total: int) -> socket.socket:
             threading.Thread(target=one, args=(c,), daemon=True).start()
     threading.Thread(target=serve, daemon=True).start()
     return s
+
+
+def cpu_s(pid: int) -> float:
+    """utime + stime of a process, in seconds."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vmrss_kb(pid: int) -> int | None:
@@ -210,7 +247,9 @@ def bench_transfer(base: Path, runs: int, mb: int) -> dict:
     (d / "client.py").write_text(CLIENT)
     code = ("import sys; from tmuxjail import netproxy; "
             "l, p = netproxy.listen(sys.argv[1]); print(p, flush=True); "
-            "netproxy.Proxy(('*',), (('up.test', '127.0.0.1', True),), None).serve(l)")
+            "netproxy.Proxy(('*',), (('up.test', '127.0.0.1', True),), sys.argv[1]).serve(l)")
+    (d / "flooder.py").write_text(FLOODER)
+    stop = d / "stop-flood"
     proxy = subprocess.Popen([PY, "-c", code, str(d / "net")], stdout=subprocess.PIPE, text=True)
     sock = proxy.stdout.readline().strip()
     py3 = shutil.which("python3") or PY
@@ -218,16 +257,33 @@ def bench_transfer(base: Path, runs: int, mb: int) -> dict:
               py3, "-I", "-S", str(d / "bridge.py"), sock, str(netbridge.PORT), "--",
               py3, "-I", "-S", str(d / "client.py"), "proxy", "up.test", str(port), str(total)]
     direct = [py3, "-I", "-S", str(d / "client.py"), "direct", "127.0.0.1", str(port), str(total)]
-    out: dict[str, list[float]] = {"direct": [], "proxy": []}
+    out: dict[str, list[float]] = {"direct": [], "proxy": [], "flooded": [], "flood_rate": [], "proxy_cpu": [],
+                                   "flooded_cpu": []}
     try:
         for i in range(runs + 1):
-            for kind, argv in (("direct", direct), ("proxy", jailed)):
+            for kind, argv in (("direct", direct), ("proxy", jailed), ("flooded", jailed)):
+                flood = None
+                if kind == "flooded":
+                    stop.unlink(missing_ok=True)
+                    flood = subprocess.Popen([py3, "-I", "-S", str(d / "flooder.py"), sock, str(stop), str(FLOOD_THREADS)],
+                                             stdout=subprocess.PIPE, text=True)
+                    time.sleep(1.0)  # the flood is on before the stream starts
+                c0, t0 = cpu_s(proxy.pid), time.perf_counter()
                 p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+                if i and kind != "direct":  # the proxy's CPU, in cores, while the stream ran
+                    out[f"{kind}_cpu" if kind == "flooded" else "proxy_cpu"].append(
+                        (cpu_s(proxy.pid) - c0) / (time.perf_counter() - t0))
+                if flood is not None:
+                    stop.write_text("")
+                    rate = float(flood.communicate(timeout=60)[0].strip() or "nan")
+                    if i:
+                        out["flood_rate"].append(rate)
                 if p.returncode != 0:
                     raise RuntimeError(f"transfer {kind}: {p.stderr.strip()[-400:]}")
                 if i:
                     out[kind].append(float(p.stdout.strip().splitlines()[-1]))
         out["proxy_rss_after_kb"] = [vmrss_kb(proxy.pid)]
+        out["log_bytes"] = [float(sum(f.stat().st_size for f in (d / "net").glob("network.jsonl*")))]
     finally:
         proxy.kill()
         proxy.wait()
@@ -244,18 +300,20 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--transfer-only", action="store_true", help="skip the start bench (the flood is in the transfer's)")
     args = ap.parse_args()
     if not TJ.exists():
         sys.exit(f"bench: no tmuxjail next to {PY} (use the venv's python)")
     base = Path(tempfile.mkdtemp(prefix="tj-bench-net-"))
     try:
-        s = bench_start(base, args.runs)
+        s = {"times": {"proxy": [], "host": [], "none": []}, "proxy_rss_kb": [], "bridge_rss_kb": []} \
+            if args.transfer_only else bench_start(base, args.runs)
         t = bench_transfer(base, args.runs, args.mb)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     st = s["times"]
     start_ratio = med(st["proxy"]) / med(st["host"])
-    thr = {k: args.mb / med(v) for k, v in t.items() if k in ("direct", "proxy")}
+    thr = {k: args.mb / med(v) for k, v in t.items() if k in ("direct", "proxy", "flooded")}
     thr_ratio = thr["proxy"] / thr["direct"]
     rss = s["proxy_rss_kb"]
     verdict = lambda ok: "PASS" if ok else "MISS"  # noqa: E731
@@ -264,6 +322,12 @@ def main() -> None:
           f"{verdict(start_ratio <= 1.15)}")
     print(f"transfer {args.mb} MB (median of {args.runs}): direct {thr['direct']:.0f} MB/s, through bridge+proxy "
           f"{thr['proxy']:.0f} MB/s  ratio {thr_ratio:.2f}x  target >= 0.8x  {verdict(thr_ratio >= 0.8)}")
+    flood_ratio = thr["flooded"] / thr["proxy"]
+    print(f"under a flood of {med(t['flood_rate']):.0f} denied CONNECTs/s ({FLOOD_THREADS} threads; log on disk "
+          f"{t['log_bytes'][0] / (1 << 20):.1f} MiB): proxied {thr['flooded']:.0f} MB/s vs {thr['proxy']:.0f} MB/s "
+          f"unflooded  ratio {flood_ratio:.2f}x  target >= 0.9x  {verdict(flood_ratio >= 0.9)}")
+    print(f"proxy CPU while the stream ran (median, cores): {med(t['proxy_cpu']):.2f} unflooded, "
+          f"{med(t['flooded_cpu']):.2f} flooded (the flood's cost to the proxy: what it takes from the stream)")
     best = {k: args.mb / min(v) for k, v in t.items() if k in ("direct", "proxy")}
     print(f"transfer {args.mb} MB (best of {args.runs}, info): direct {best['direct']:.0f} MB/s, proxied "
           f"{best['proxy']:.0f} MB/s  ratio {best['proxy'] / best['direct']:.2f}x")
@@ -273,6 +337,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"start": st, "start_ratio": start_ratio, "transfer_s": t,
                                                "throughput_MBps": thr, "throughput_ratio": thr_ratio,
+                                               "flood_ratio": flood_ratio,
                                                "proxy_rss_kb": rss, "bridge_rss_kb": s["bridge_rss_kb"]}, indent=1))
 
 

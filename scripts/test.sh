@@ -13,7 +13,8 @@ needs "tmux:command -v tmux" \
   "perl:command -v perl" \
   "openssh-client:command -v ssh-agent" \
   "python3-venv:python3 -c 'import ensurepip'" \
-  "python3:test -x /usr/bin/python3"
+  "python3:test -x /usr/bin/python3" \
+  "curl:command -v curl"
 # A real install (not editable), so the packaging of adapters/ and profiles/ is tested too.
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check '.[test]'

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from .errors import ConfigError, TmuxjailError
 from .netcheck import check_name
-from .netpolicy import ANY, check_pattern
+from .netpolicy import ANY, allowlist, check_pattern, normalize
 from .registry import MODES, PROVIDERS
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
@@ -48,6 +48,51 @@ def network_fix(mode: str, want: str, config_file: str, env_network: str | None)
         return f"TMUXJAIL_NETWORK={env} narrows every mode: unset it"
     return (f'add `{mode} = "{want}"` under [network] in {config_file} '
             f"(the widest network {mode} sessions may ask, and their default)")
+
+
+def restore_network(mode: str, old: dict[str, Any], request: dict[str, Any], cfg: Config, config_file: str,
+                    profile_domains: tuple[str, ...] = ()) -> list[str] | None:
+    """The steps that give a session of `mode` its recorded network back (old: its recorded
+    policy; request: its recorded request; cfg: today's config without TMUXJAIL_NETWORK), each
+    one a change that works: the allow list is checked by computing it as a resume would. None
+    when no config change restores it (the profile's own domains changed, say)."""
+    steps = []
+    old_net = str(old.get("network", "host"))
+    env = (os.environ.get("TMUXJAIL_NETWORK") or "").strip()
+    want = request.get("network") or old_net
+    if env in NETWORKS and NETWORKS.index(env) < NETWORKS.index(want):
+        steps.append(f"TMUXJAIL_NETWORK={env} narrows every mode: unset it")
+    today = cfg.network[mode]
+    if (request.get("network") is None and today != old_net) or NETWORKS.index(today) < NETWORKS.index(want):
+        steps.append(network_fix(mode, old_net, config_file, None))
+    if old_net != "proxy":
+        return steps
+    old_allow = tuple(old.get("allow_domains", ()))
+    asked = tuple(request.get("allow_domains") or ())
+
+    def gives(ceiling: tuple[str, ...]) -> bool:
+        try:
+            return allowlist(mode, "proxy", asked, profile_domains, ceiling) == old_allow
+        except TmuxjailError:
+            return False
+
+    if not gives(cfg.allow_domains[mode]):
+        for ceiling in (normalize((*cfg.allow_domains[mode], *old_allow)), old_allow):
+            if gives(ceiling):
+                steps.append(f"under [network.allow_domains] in {config_file} set `{mode} = {_toml_list(ceiling)}`")
+                break
+        else:
+            return None
+    resolve = [tuple(x) for x in old.get("resolve", ())]
+    if resolve != [tuple(x) for x in cfg.resolve]:
+        lines = [f'"{n}" = ' + (f'{{ address = "{a}", test_upstream = true }}' if t else f'"{a}"') for n, a, t in resolve]
+        steps.append(f"replace [network.resolve] in {config_file} with: " + " ".join(f"`{x}`" for x in lines)
+                     if lines else f"remove [network.resolve] from {config_file}")
+    return steps
+
+
+def _toml_list(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(f'"{v}"' for v in values) + "]"
 
 
 class Config(NamedTuple):
@@ -242,9 +287,10 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
     )
 
 
-def load(path: Path) -> Config:
+def load(path: Path, env_network_applies: bool = True) -> Config:
+    """The config; env_network_applies=False: as if TMUXJAIL_NETWORK were unset (resume's hints)."""
     env_allowed = os.environ.get("TMUXJAIL_ALLOWED_MODES")
-    env_network = os.environ.get("TMUXJAIL_NETWORK")
+    env_network = os.environ.get("TMUXJAIL_NETWORK") if env_network_applies else None
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -29,11 +29,14 @@ AUDIT_COLOR = "1;31"  # a session whose last audit found something, or did not s
 
 
 def _status_text(d: dict) -> str:
+    out = _status(d)
     if d.get("audit_complete") is False:
-        return f"{_status(d)}!audit(?)"
-    if d.get("audit"):
-        return f"{_status(d)}!audit({d['audit']})"
-    return _status(d)
+        out += "!audit(?)"
+    elif d.get("audit"):
+        out += f"!audit({d['audit']})"
+    if d.get("denied"):  # the proxy refused something: `show NAME --network` says what, and the fix
+        out += f"!denied({d['denied']})"
+    return out
 
 
 def _status(d: dict) -> str:

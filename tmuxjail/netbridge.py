@@ -3,8 +3,8 @@
 Inside the jail's own network namespace, the command runs under a tiny bridge (BRIDGE, run by a
 Python visible inside the jail, with the jail's rights only): it listens on 127.0.0.1:PORT and
 [::1]:PORT, forks, and the original process execs the CLI with HTTPS_PROXY & co pointing at that
-port; the child relays each connection, byte for byte and unparsed, to the proxy's unix socket
-bound at SOCKET. When the CLI exits, the child exits too (a pidfd of the CLI), and bubblewrap
+port (NO_PROXY names the jail's own loopback); the child relays each connection, byte for byte
+and unparsed, to the proxy's unix socket bound at SOCKET. When the CLI exits, the child exits too (a pidfd of the CLI), and bubblewrap
 tears the PID namespace down besides."""
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ PORT = 3128
 SOCKET = "/run/tmuxjail/proxy.sock"  # strict modes: /run is the jail's own tmpfs
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 NO_PROXY_VARS = ("NO_PROXY", "no_proxy")
+# The jail's own loopback (its network namespace's: nothing of the host) is reached directly, not
+# through the proxy, which refuses loopback: a dev server or MCP server inside the jail (issue 28.5).
+# Names and addresses in the spellings curl, Python, Node and Rust's reqwest each match.
+LOOPBACK = "localhost,127.0.0.1,::1,[::1],127.0.0.0/8,.localhost"
 PYTHONS = ("/usr/bin/python3",)
 
 BRIDGE = r"""
@@ -119,8 +123,11 @@ def command(python: str, code: str, sock: str, argv: list[str]) -> list[str]:
 
 
 def env(base: dict) -> dict:
-    out = {k: v for k, v in base.items() if k not in NO_PROXY_VARS}
+    """The proxy variables every client reads, and NO_PROXY for the jail's loopback only (the
+    host's or the caller's values never pass)."""
+    out = dict(base)
     out.update(dict.fromkeys(PROXY_VARS, f"http://127.0.0.1:{PORT}"))
+    out.update(dict.fromkeys(NO_PROXY_VARS, LOOPBACK))
     return out
 
 

@@ -6,19 +6,21 @@ unix socket in the session's directory under tmuxjail's state (hidden from every
 launcher binds that one socket into this jail only. Inside, the bridge (netbridge) forwards the
 CLI's loopback proxy port to it.
 
-It speaks HTTP CONNECT only, and parses what the jail sends strictly and within bounds (one
-request head of at most MAX_HEAD bytes within HEAD_TIMEOUT; nothing is followed or retried). The
+It speaks HTTP CONNECT, and plain HTTP in absolute form (`GET http://host/path`, issue 28.5) under
+the same checks, and parses what the jail sends strictly and within bounds (one request head of
+at most MAX_HEAD bytes within HEAD_TIMEOUT; nothing is followed or retried; one plain-HTTP
+request per connection). The
 decision is on names and on the addresses actually connected to: a literal address or localhost
 is refused, the name must match the session's allowlist, the proxy resolves it itself, every
 resolved address must pass netcheck.refused_address (with the host's own addresses read at that
 moment), and the socket connects to exactly the address that was checked. The tunnel's bytes are
-never read. Each decision is one JSON line in the session's log (netlog)."""
+never read. Each decision is one JSON line in the session's log, beside per-destination counters
+(netrecord); `show --network` reads them (netlog)."""
 
 from __future__ import annotations
 
 import ipaddress
 import itertools
-import json
 import os
 import socket
 import threading
@@ -26,14 +28,21 @@ import time
 from typing import NoReturn
 
 from . import netcheck, netlisten
+from .netrecord import LOG_NAME as LOG_NAME
+from .netrecord import Recorder
 
 MAX_HEAD = 8192
 HEAD_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 10.0
 MAX_CONNECTIONS = 256
+# Refusals (403s and bad requests) answered at full speed; beyond, each waits its turn, holding its
+# slot: a jail that floods its proxy gets its answers slower instead of the proxy's CPU, so the
+# tunnels it was allowed keep their throughput (bench/network.py, "flood"). When every slot is
+# held, the accept loop pauses after each refusal: the flood waits in the kernel's backlog.
+REFUSALS_PER_S = 250.0
+REFUSAL_BURST = 500.0
+FULL_PAUSE = 0.005
 BUF = 1 << 18
-LOG_MAX = 8 << 20  # bytes of log per session; a jail must not fill the disk through it
-LOG_NAME = "network.jsonl"
 PR_SET_PDEATHSIG = 1
 
 
@@ -62,11 +71,13 @@ def own_addresses() -> frozenset:
 
 
 class Proxy:
-    def __init__(self, allow, resolve, log_path: str | None):
+    def __init__(self, allow, resolve, directory: str | None, owner: int | None = None):
         self.allow = tuple(allow)
         self.overrides: dict[str, tuple[str, bool]] = {n: (a, bool(t)) for n, a, t in resolve}
-        self.log_path = log_path
+        self.rec = Recorder(directory, owner)
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._bucket = [REFUSAL_BURST, time.monotonic()]  # refusal tokens, when last filled
+        self._bucket_lock = threading.Lock()
         self._own: tuple[float, frozenset | None] = (0.0, None)
 
     # -- decision --------------------------------------------------------------------------------
@@ -122,34 +133,35 @@ class Proxy:
         addrs = dict.fromkeys(netcheck.unmapped(a) for a, _ in infos)
         return [(str(a), port) if a.version == 4 else (str(a), port, 0, 0) for a in addrs], pattern
 
-    # -- logging ---------------------------------------------------------------------------------
-    def log(self, host: str, port: int, address: str, decision: str, rule: str) -> None:
-        if self.log_path is None:
-            return
-        line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
-                           "port": port, "address": address, "decision": decision, "rule": rule},
-                          ensure_ascii=True) + "\n"
-        try:
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                if os.fstat(fd).st_size < LOG_MAX:
-                    os.write(fd, line.encode())
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
+    def pace(self) -> None:
+        """Wait for this refusal's turn (a token bucket of REFUSALS_PER_S): no wait below it."""
+        with self._bucket_lock:
+            tokens, at = self._bucket
+            now = time.monotonic()
+            tokens = min(REFUSAL_BURST, tokens + (now - at) * REFUSALS_PER_S) - 1
+            self._bucket[:] = [tokens, now]
+        if tokens < 0:
+            time.sleep(-tokens / REFUSALS_PER_S)
 
     # -- serving ---------------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
+        threading.Thread(target=self.rec.flusher, daemon=True).start()
         while True:
             try:
                 conn, _ = listener.accept()
             except OSError:
                 continue
             if not self.slots.acquire(blocking=False):
+                self.rec.event("no-slot", f"{MAX_CONNECTIONS} connections open")
                 conn.close()
+                time.sleep(FULL_PAUSE)
                 continue
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            try:
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            except RuntimeError:  # no thread to be had (the user's process limit): refused, recorded
+                self.rec.event("no-slot", "cannot start a thread")
+                conn.close()
+                self.slots.release()
 
     def _handle(self, conn: socket.socket) -> None:
         try:
@@ -164,17 +176,21 @@ class Proxy:
         conn.settimeout(HEAD_TIMEOUT)
         try:
             head, early = read_head(conn)
-            host, port = parse_connect(head)
+            host, port, forward = parse_request(head)
         except BadRequest as exc:
+            self.rec.event("malformed", f"{exc.status} {exc.reason}")
+            self.pace()
             _reply(conn, exc.status, exc.reason, str(exc))
             return
         except OSError:
+            self.rec.event("malformed", "incomplete head")
             return
         shown = host if len(host) <= 253 else host[:253]
         try:
             addrs, rule = self.decide(host, port)
         except Refused as r:
-            self.log(shown, port, r.address, "denied", r.rule)
+            self.rec.decision(shown, port, r.address, "denied", r.rule)
+            self.pace()
             _reply(conn, 403, "Forbidden", netcheck.why_refused(r.rule, shown))
             return
         up, sa, err = None, addrs[0], ""
@@ -188,15 +204,18 @@ class Proxy:
                 up.close()
                 up, err = None, exc.strerror or str(exc)
         if up is None:
-            self.log(shown, port, sa[0], "failed", rule)
+            self.rec.decision(shown, port, sa[0], "failed", rule)
             _reply(conn, 502, "Bad Gateway", f"{shown}: cannot connect to {sa[0]} ({err})")
             return
-        self.log(shown, port, sa[0], "allowed", rule)
+        self.rec.decision(shown, port, sa[0], "allowed", rule)
         with up:
-            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if forward is None:
+                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                up.sendall(forward)
             if early:
                 up.sendall(early)
-            relay(conn, up)
+            self.rec.add_bytes(shown, relay(conn, up))
 
 
 class BadRequest(Exception):
@@ -225,24 +244,49 @@ def read_head(conn: socket.socket) -> tuple[bytes, bytes]:
     return head, early
 
 
-def parse_connect(head: bytes) -> tuple[str, int]:
-    """`CONNECT host:port HTTP/1.x` and header lines of printable ASCII; nothing else."""
+# Headers for the proxy itself, or for one hop: never forwarded (Host and Connection are set anew).
+HOP_HEADERS = frozenset({"proxy-connection", "proxy-authorization", "proxy-authenticate", "connection", "keep-alive",
+                         "host", "te", "trailer", "upgrade"})
+
+
+def parse_request(head: bytes) -> tuple[str, int, bytes | None]:
+    """(host, port, None) for `CONNECT host:port HTTP/1.x`; (host, port, the head to send
+    upstream) for a plain-HTTP request in absolute form (`GET http://host[:port]/path HTTP/1.x`):
+    its request line in origin form, Host set to the checked name, one request per connection
+    (Connection: close). Header lines of printable ASCII only; nothing else is accepted."""
     lines = head.split(b"\r\n")
     if any(not all(32 <= c < 127 or c == 9 for c in line) for line in lines):
         raise BadRequest(400, "Bad Request", "request head is not printable ASCII")
     parts = lines[0].decode("ascii").split(" ")
     if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
         raise BadRequest(400, "Bad Request", "not an HTTP/1 request line")
-    method, target, _ = parts
-    if method != "CONNECT":
-        raise BadRequest(405, "Method Not Allowed", "only CONNECT is supported (use https, or an HTTPS_PROXY-aware client)")
-    for line in lines[1:]:
-        if ":" not in line.decode("ascii") or line[:1] in (b" ", b"\t"):
+    method, target, version = parts
+    headers = [line.decode("ascii") for line in lines[1:]]
+    for line in headers:
+        if ":" not in line or line[:1] in (" ", "\t"):
             raise BadRequest(400, "Bad Request", "malformed header line")
-    host, sep, port = target.rpartition(":")
-    if not sep or not port.isdigit() or len(port) > 5 or not host:
-        raise BadRequest(400, "Bad Request", "CONNECT target must be host:port")
-    return host.lower(), int(port)
+    if method == "CONNECT":
+        host, sep, port = target.rpartition(":")
+        if not sep or not port.isdigit() or len(port) > 5 or not host:
+            raise BadRequest(400, "Bad Request", "CONNECT target must be host:port")
+        return host.lower(), int(port), None
+    if not (method.isalpha() and method.isupper() and len(method) <= 16):
+        raise BadRequest(405, "Method Not Allowed", f"unknown method {method[:16]!r}")
+    if not target[:7].lower() == "http://":
+        raise BadRequest(400, "Bad Request", "a proxy request needs an absolute http:// URI "
+                                             "(https goes through CONNECT: use an HTTPS_PROXY-aware client)")
+    rest = target[7:]
+    cut = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0], default=len(rest))
+    authority, path = rest[:cut], rest[cut:].split("#", 1)[0]
+    host, port = authority, "80"
+    if authority.rpartition(":")[2].isdigit() and not authority.endswith("]"):
+        host, _, port = authority.rpartition(":")
+    if not host or len(port) > 5:
+        raise BadRequest(400, "Bad Request", "the URI's host:port is not valid")
+    kept = [h for h in headers if h.split(":", 1)[0].strip().lower() not in HOP_HEADERS]
+    out = [f"{method} {path if path.startswith('/') else '/' + path} {version}", f"Host: {authority}", *kept,
+           "Connection: close"]
+    return host.lower(), int(port), ("\r\n".join(out) + "\r\n\r\n").encode("ascii")
 
 
 def _reply(conn: socket.socket, status: int, reason: str, body: str) -> None:
@@ -254,8 +298,10 @@ def _reply(conn: socket.socket, status: int, reason: str, body: str) -> None:
         pass
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    """src -> dst until EOF, through a pipe with splice (the bytes never enter this process)."""
+def _pump(src: socket.socket, dst: socket.socket, done: list | None = None) -> int:
+    """src -> dst until EOF, through a pipe with splice (the bytes never enter this process);
+    how many bytes went (also appended to `done`)."""
+    total = 0
     r, w = os.pipe2(os.O_CLOEXEC)
     try:
         try:
@@ -269,6 +315,7 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
             n = os.splice(s, w, BUF)
             if n == 0:
                 break
+            total += n
             while n:
                 n -= os.splice(r, d, n)
     except OSError:
@@ -280,15 +327,21 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
             dst.shutdown(socket.SHUT_WR)
         except OSError:
             pass
+        if done is not None:
+            done.append(total)
+    return total
 
 
-def relay(a: socket.socket, b: socket.socket) -> None:
+def relay(a: socket.socket, b: socket.socket) -> int:
+    """Both directions until both ends closed; the bytes relayed."""
     a.settimeout(None)
     b.settimeout(None)
-    t = threading.Thread(target=_pump, args=(b, a), daemon=True)
+    back: list[int] = []
+    t = threading.Thread(target=_pump, args=(b, a, back), daemon=True)
     t.start()
-    _pump(a, b)
+    n = _pump(a, b)
     t.join()
+    return n + sum(back)
 
 
 # -- the session's process -------------------------------------------------------------------------
@@ -303,11 +356,11 @@ session_dir, clear_stale = netlisten.session_dir, netlisten.clear_stale
 _exit = netlisten.exit_removing
 
 
-def _exit_when_readable(fd: int, path: str) -> None:
+def _exit_when_readable(fd: int, leave) -> None:
     import select
 
     select.select([fd], [], [])
-    _exit(path)
+    leave()
 
 
 def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False) -> NoReturn:
@@ -329,8 +382,14 @@ def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False)
             if os.getppid() != parent:
                 _exit(path)
         listener = socket.socket(fileno=raw.detach())
-        proxy = Proxy(policy.get("allow_domains", ()), policy.get("resolve", ()), os.path.join(directory, LOG_NAME))
-        threading.Thread(target=_exit_when_readable, args=(watch, path), daemon=True).start()
+        proxy = Proxy(policy.get("allow_domains", ()), policy.get("resolve", ()), directory, parent)
+
+        def leave(*_):
+            proxy.rec.flush(wait=False)  # the last second of counters and aggregated rows
+            _exit(path)
+
+        signal.signal(signal.SIGTERM, leave)
+        threading.Thread(target=_exit_when_readable, args=(watch, leave), daemon=True).start()
         keep = sorted((listener.fileno(), watch))
         for lo, hi in itertools.pairwise([2, *keep, 65536]):
             os.closerange(lo + 1, hi)

@@ -100,8 +100,9 @@ def policy_text(pol: dict) -> str:
             out.append(f"  {k}:")
             out += [f"    {x}" for x in v]
         elif isinstance(v, (list, tuple)) and v:
+            # pairs (env_set: NAME=value) and longer rows ([network.resolve]: name address test)
             out.append(f"  {k}:")
-            out += [f"    {a}={b}" for a, b in v]
+            out += [f"    {x[0]}={x[1]}" if len(x) == 2 else "    " + " ".join(map(str, x)) for x in v]
         elif isinstance(v, dict):
             out.append(f"  {k}:")
             out += [f"    {a}: {value_text(a, b)}" for a, b in v.items()]

@@ -24,6 +24,8 @@ from .activity import SCREEN_SEARCH, guess, needs_screen
 from .audit import counts
 from .context import server_of
 from .errors import TmuxjailError
+from .netlisten import session_dir
+from .netrecord import totals
 from .tmux import default_socket
 
 LAUNCH_MARK = "tmuxjail.launch"
@@ -107,6 +109,7 @@ def rows(ctx, include_stopped: bool = False, check=None, activity: bool = True,
             got[0].update(status="unreachable", failure=s.why)
         out += got
     _audits(ctx, out)
+    _denied(ctx, out)
     if check is not None:
         _check(ctx, records, out, check)
     if activity:
@@ -249,6 +252,15 @@ def _audits(ctx, out: list[dict]) -> None:
         if d["kind"] == "agent" and d["id"] in found:
             d["audit"] = found[d["id"]]["count"]
             d["audit_complete"] = found[d["id"]]["complete"]
+
+
+def _denied(ctx, out: list[dict]) -> None:
+    """`denied`: how many connections the session's egress proxies refused (their counters)."""
+    for d in out:
+        if d["kind"] == "agent" and d["network"] == "proxy":
+            n = totals(session_dir(str(ctx.paths.store), d["id"])).get("denied", 0)
+            if n:
+                d["denied"] = n
 
 
 def _activity(tmux, out: list[dict]) -> None:

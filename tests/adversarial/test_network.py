@@ -291,7 +291,7 @@ def test_a_strict_session_of_the_host_default_refuses_resume_and_says_what_to_do
     (env.config_dir / "config.toml").unlink()  # today's default: proxy
     proc = env.run("resume", "j", "--detach", "--json")
     assert proc.returncode == 3 and json.loads(proc.stdout)["reasons"] == ["network"], proc.stderr
-    assert "it ran with network host and isolated sessions now get proxy" in proc.stderr, proc.stderr
+    assert "it ran with network host; today it would get network proxy" in proc.stderr, proc.stderr
     assert f'`isolated = "host"` under [network] in {env.config_dir / "config.toml"}' in proc.stderr, proc.stderr
     assert "tmuxjail resume j --accept-changes" in proc.stderr and "Traceback" not in proc.stderr
     allow_host(env, "isolated")

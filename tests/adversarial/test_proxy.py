@@ -22,6 +22,8 @@ import pytest
 from conftest import descendants, wait_until
 from test_escapes import Jail
 
+from tmuxjail import netbridge
+
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")
 WAIT = 5.0
@@ -150,7 +152,7 @@ def test_only_allowed_names_reach_an_upstream(jail_env, upstream, mode):
     targets = [f"{allowed}:{upstream.port}"] + ([f"{outside}:{upstream.port}"] if outside else [])
     out = attack(jail, targets)
     assert out["env"]["HTTPS_PROXY"] == out["env"]["https_proxy"] == "http://127.0.0.1:3128", out
-    assert out["env"]["NO_PROXY"] is None and out["env"]["no_proxy"] is None, out
+    assert out["env"]["NO_PROXY"] == out["env"]["no_proxy"] == netbridge.LOOPBACK, out  # the jail's own loopback
     assert out[targets[0]] == ["HTTP/1.1 200 Connection established", upstream.token], out
     if outside:
         status, body = out[targets[1]]
@@ -207,7 +209,9 @@ def send(key, data, close=False):
         out[key] = type(e).__name__
     finally:
         s.close()
-send("get", b"GET http://up.test:%(port)d/ HTTP/1.1\\r\\nHost: up.test\\r\\n\\r\\n")
+send("get", b"GET / HTTP/1.1\\r\\nHost: up.test:%(port)d\\r\\n\\r\\n")
+send("https", b"GET https://up.test:%(port)d/ HTTP/1.1\\r\\nHost: up.test\\r\\n\\r\\n")
+send("method", b"g3t http://up.test:%(port)d/ HTTP/1.1\\r\\nHost: up.test\\r\\n\\r\\n")
 send("huge", b"CONNECT up.test:%(port)d HTTP/1.1\\r\\n" + b"X: " + b"a" * 20000 + b"\\r\\n\\r\\n")
 send("binary", b"CONNECT up.test:%(port)d HTTP/1.1\\r\\nX: \\x00\\xff\\r\\n\\r\\n")
 send("noport", b"CONNECT up.test HTTP/1.1\\r\\n\\r\\n")
@@ -220,13 +224,15 @@ PY
 
 
 def test_requests_other_than_a_plain_connect_are_refused(jail_env, upstream):
-    """The proxy parses bytes from the jail outside it: only `CONNECT host:port HTTP/1.x` with a
-    bounded, printable head; nothing is followed, and the upstream is never contacted."""
+    """The proxy parses bytes from the jail outside it: only `CONNECT host:port HTTP/1.x`, or a
+    plain-HTTP request in absolute form (test_proxy_records.py), with a bounded, printable head;
+    nothing is followed, and the upstream is never contacted."""
     env = jail_env
     configure(env)
     jail = start(env, "isolated")
     out = json.loads(jail.sh(BAD_REQUESTS % dict(port=upstream.port), timeout=60))
-    assert out["get"].startswith("HTTP/1.1 405"), out
+    assert out["get"].startswith("HTTP/1.1 400") and out["https"].startswith("HTTP/1.1 400"), out
+    assert out["method"].startswith("HTTP/1.1 405"), out
     assert out["huge"].startswith("HTTP/1.1 431"), out
     for k in ("binary", "noport", "http2"):
         assert out[k].startswith("HTTP/1.1 400"), (k, out)

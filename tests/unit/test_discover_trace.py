@@ -134,3 +134,25 @@ def test_proxy_log_destinations_are_printable(tmp_path):
     assert run._proxy_log(ctx, {"session_id": "abc-1"}) == [
         {"host": "ex?[2Jample.com", "port": "443", "decision": "denied"}]
     assert run._proxy_log(ctx, {"session_id": "other"}) is None
+
+
+def test_proxy_log_for_discovery_survives_a_flood(tmp_path):
+    """Issue 27.3: discovery reads the log's older generation and every destination the proxy's
+    counters hold, so flooding first cannot hide a probe the rotation dropped from the rows."""
+    from types import SimpleNamespace
+
+    from tmuxjail import netrecord
+    from tmuxjail.discover import run
+
+    d = tmp_path / "net" / "abc-1"
+    d.mkdir(parents=True)
+    rec = netrecord.Recorder(str(d), owner=5)
+    rec.decision("probe.example.com", 443, "", "denied", "allowlist")
+    rec.flush()
+    (d / netrecord.LOG_NAME).write_text('{"host": "junk.test", "port": 443, "decision": "denied"}\n')
+    (d / (netrecord.LOG_NAME + ".1")).write_text('{"host": "older.test", "port": 80, "decision": "allowed"}\n')
+    ctx = SimpleNamespace(paths=SimpleNamespace(state_dir=tmp_path))
+    got = run._proxy_log(ctx, {"session_id": "abc-1"})
+    assert got == [{"host": "older.test", "port": "80", "decision": "allowed"},
+                   {"host": "junk.test", "port": "443", "decision": "denied"},
+                   {"host": "probe.example.com", "port": "443", "decision": "denied"}]

@@ -137,7 +137,12 @@ def test_decide_refusals(no_dns, host, rule):
 
 
 @pytest.mark.parametrize("head,status", [
-    (b"GET http://x.test/ HTTP/1.1\r\nHost: x.test", 405),
+    (b"GET https://x.test/ HTTP/1.1\r\nHost: x.test", 400),
+    (b"GET /x HTTP/1.1\r\nHost: x.test", 400),
+    (b"GET ftp://x.test/ HTTP/1.1", 400),
+    (b"get http://x.test/ HTTP/1.1", 405),
+    (b"GET http://x.test:123456/ HTTP/1.1", 400),
+    (b"GET http:///x HTTP/1.1", 400),
     (b"CONNECT x.test:443 HTTP/2", 400),
     (b"CONNECT x.test HTTP/1.1", 400),
     (b"CONNECT x.test:443443 HTTP/1.1", 400),
@@ -146,15 +151,30 @@ def test_decide_refusals(no_dns, host, rule):
     (b"CONNECT x.test:443 HTTP/1.1\r\nX: \x00", 400),
     (b"CONNECT  x.test:443 HTTP/1.1", 400),
 ])
-def test_parse_connect_is_strict(head, status):
+def test_parse_request_is_strict(head, status):
     with pytest.raises(netproxy.BadRequest) as e:
-        netproxy.parse_connect(head)
+        netproxy.parse_request(head)
     assert e.value.status == status
 
 
-def test_parse_connect_accepts_the_plain_form():
-    assert netproxy.parse_connect(b"CONNECT Up.Test:8443 HTTP/1.1\r\nHost: up.test:8443\r\nUser-Agent: x") == ("up.test", 8443)
-    assert netproxy.parse_connect(b"CONNECT [::1]:80 HTTP/1.0") == ("[::1]", 80)
+def test_parse_request_accepts_the_plain_forms():
+    assert netproxy.parse_request(b"CONNECT Up.Test:8443 HTTP/1.1\r\nHost: up.test:8443\r\nUser-Agent: x") == \
+        ("up.test", 8443, None)
+    assert netproxy.parse_request(b"CONNECT [::1]:80 HTTP/1.0") == ("[::1]", 80, None)
+
+
+def test_a_plain_http_request_is_rewritten_for_its_one_upstream():
+    """Absolute form in, origin form out: Host is the checked name, the proxy's own and hop-by-hop
+    headers stay behind, one request per connection."""
+    host, port, head = netproxy.parse_request(
+        b"POST http://Up.Test:8080/a/b?q=1#frag HTTP/1.1\r\nHost: elsewhere.test\r\nProxy-Authorization: x\r\n"
+        b"Proxy-Connection: keep-alive\r\nConnection: keep-alive\r\nContent-Length: 2\r\nX-A: 1")
+    assert (host, port) == ("up.test", 8080)
+    assert head == (b"POST /a/b?q=1 HTTP/1.1\r\nHost: Up.Test:8080\r\nContent-Length: 2\r\nX-A: 1\r\n"
+                    b"Connection: close\r\n\r\n")
+    assert netproxy.parse_request(b"GET http://x.test HTTP/1.0")[:2] == ("x.test", 80)
+    assert netproxy.parse_request(b"GET http://x.test?a HTTP/1.0")[2].startswith(b"GET /?a HTTP/1.0\r\n")
+    assert netproxy.parse_request(b"GET http://[::1]:81/ HTTP/1.1")[:2] == ("[::1]", 81)  # then refused: a literal
 
 
 def _serve(tmp_path, **kw):
@@ -183,8 +203,9 @@ def test_tunnel_relays_bytes_both_ways_and_logs(tmp_path, no_dns):
             while data := c.recv(65536):
                 c.sendall(data)
     threading.Thread(target=echo, daemon=True).start()
-    log = tmp_path / "log.jsonl"
-    path = _serve(tmp_path, resolve=(("up.test", "127.0.0.1", True),), log=str(log))
+    (tmp_path / "rec").mkdir()
+    log = tmp_path / "rec" / netproxy.LOG_NAME
+    path = _serve(tmp_path, resolve=(("up.test", "127.0.0.1", True),), log=str(tmp_path / "rec"))
     port = up.getsockname()[1]
     c = _connect(path, f"up.test:{port}", extra=b"early")
     head = b""
@@ -200,6 +221,14 @@ def test_tunnel_relays_bytes_both_ways_and_logs(tmp_path, no_dns):
     c.close()
     rows = [json.loads(x) for x in log.read_text().splitlines()]
     assert rows[0]["host"] == "up.test" and rows[0]["decision"] == "allowed" and rows[0]["address"] == "127.0.0.1"
+    p = netproxy.Proxy((), (), None)  # (the proxy serving above is another object: read its file)
+    del p
+    from tmuxjail import netlog
+
+    def counted():
+        c = netlog.counters(str(tmp_path / "rec"))["destinations"].get("up.test", {})
+        return c.get("bytes") == 5 + 2 * len(payload) and c.get("allowed") == 1
+    assert _until(counted), netlog.counters(str(tmp_path / "rec"))
 
 
 def test_refusal_is_a_403_with_one_line_naming_the_rule(tmp_path, no_dns):
@@ -237,7 +266,8 @@ def test_bridge_wiring_is_after_the_process_limit_and_binds_the_socket():
     assert out[i + 4:] == ["/usr/bin/python3", "-I", "-S", "/run/tmuxjail/bridge.py", netbridge.SOCKET, "3128", "--",
                            "/bin/cli", "-x"]
     env = netbridge.env({"NO_PROXY": "*", "no_proxy": "x", "A": "1"})
-    assert "NO_PROXY" not in env and "no_proxy" not in env and env["ALL_PROXY"] == "http://127.0.0.1:3128"
+    assert env["NO_PROXY"] == env["no_proxy"] == netbridge.LOOPBACK and env["ALL_PROXY"] == "http://127.0.0.1:3128"
+    assert env["A"] == "1" and "*" not in netbridge.LOOPBACK.split(",")
 
 
 def test_show_network_rechecks_every_row(tmp_path):
@@ -409,3 +439,89 @@ def test_the_bridge_relay_carries_a_large_transfer_byte_exact_and_passes_half_cl
                         "python3", "-I", "-S", str(client), str(BIG)], capture_output=True, text=True, timeout=120)
     srv.close()
     assert p.returncode == 0, p.stderr[-400:]
+
+
+# -- the records (issue 27.3) ------------------------------------------------------------------------
+
+def test_the_log_rotates_keeps_the_newest_rows_and_marks_what_it_dropped(tmp_path, monkeypatch):
+    """A flood never stops the log: past ROTATE_AT the file becomes .1 and a new one starts with
+    a `rotated` row counting every row dropped so far; the newest row is always readable, and
+    the two files stay within about twice ROTATE_AT."""
+    from tmuxjail import netlog, netrecord
+
+    monkeypatch.setattr(netrecord, "ROTATE_AT", 4096)
+    store = tmp_path / "store.db"
+    d = netproxy.session_dir(str(store), "sid")
+    os.makedirs(d)
+    rec = netrecord.Recorder(d, owner=1)
+    n = 500
+    for i in range(n):
+        rec.decision(f"junk{i}.test", 443, "", "denied", "special-use")
+    rec.decision("up.test", 443, "127.0.0.1", "allowed", "*")
+    rec.decision("late.test", 443, "", "denied", "allowlist")
+    rows = netlog.read(str(store), "sid")
+    assert [r["host"] for r in rows[-2:]] == ["up.test", "late.test"]
+    markers = [r for r in rows if r["decision"] == "rotated"]
+    assert markers and markers[-1]["count"] + len([r for r in rows if r["decision"] != "rotated"]) == n + 2
+    size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.startswith(netrecord.LOG_NAME))
+    assert size <= 2 * 4096 + 400
+    rec.flush()
+    rep = netlog.report({"name": "j", "id": "sid", "mode": "isolated", "provider": "shell",
+                         "policy": {"network": "proxy", "allow_domains": ["*"]}}, str(store))
+    assert rep["dropped"]["rotated"] == markers[-1]["count"] > 0
+    text = netlog.text(rep)
+    assert f"{markers[-1]['count']} older rows dropped" in text and "up.test:443  1 allowed" in text
+
+
+def test_counters_no_flood_of_denied_names_can_push_out(tmp_path, monkeypatch):
+    """The counters keep every destination the jail was allowed to reach whatever it floods, and
+    the totals are exact; denied names beyond the table's cap count under their rule."""
+    from tmuxjail import netlog, netrecord
+
+    monkeypatch.setattr(netrecord, "MAX_DENIED", 50)
+    rec = netrecord.Recorder(str(tmp_path), owner=7)
+    rec.decision("up.test", 443, "127.0.0.1", "allowed", "*")
+    rec.add_bytes("up.test", 1000)
+    for i in range(300):
+        rec.decision(f"junk{i}.test", 443, "", "denied", "special-use")
+    rec.decision("next.test", 8443, "127.0.0.1", "allowed", "*")
+    rec.event("malformed", "400 Bad Request")
+    rec.event("malformed", "400 Bad Request")
+    rec.event("no-slot", "256 connections open")
+    rec.flush()
+    c = netlog.counters(str(tmp_path))
+    assert c["totals"]["allowed"] == 2 and c["totals"]["denied"] == 300 and c["totals"]["malformed"] == 2
+    assert c["destinations"]["up.test"]["bytes"] == 1000 and c["destinations"]["next.test"]["ports"] == [8443]
+    assert len([h for h in c["destinations"] if h.startswith("junk")]) == 50
+    assert c["other"] == {"denied:special-use": 250}
+    rows = [json.loads(x) for x in (tmp_path / netrecord.LOG_NAME).read_text().splitlines()]
+    assert {(r["decision"], r["rule"], r.get("count")) for r in rows if r["decision"] in netrecord.AGGREGATES} == \
+        {("malformed", "400 Bad Request", 2), ("no-slot", "256 connections open", 1)}
+    assert netrecord.totals(str(tmp_path))["denied"] == 300
+
+
+@pytest.mark.parametrize("rule,host,ceiling,want", [
+    ("allowlist", "pypi.org", ("*",), "--allow-domain a.test --allow-domain pypi.org"),
+    ("allowlist", "pypi.org", ("*.github.com",), "the operator's ceiling refuses it"),
+    ("special-use", "x.test", ("*",), "[network.resolve]"),
+    ("loopback", "self.test", ("*",), "nothing allows it"),
+    ("literal-address", "127.0.0.1", ("*",), "connect by name"),
+])
+def test_the_fix_for_a_denied_destination(rule, host, ceiling, want):
+    from tmuxjail import netlog
+
+    s = {"mode": "isolated", "provider": "shell", "request": {"allow_domains": ["a.test"], "workspaces": ["/w"]}}
+    assert want in netlog.fix(rule, host, s, ceiling)
+    v = dict(s, mode="verified")
+    if rule == "allowlist" and ceiling == ("*",):
+        assert netlog.fix(rule, host, v, ceiling).startswith("tmuxjail approve shell --allow-domain pypi.org")
+
+
+def test_prune_removes_every_record_of_the_session(tmp_path):
+    from tmuxjail import netrecord
+    from tmuxjail.commands.prune import forget_network
+
+    for n in (netrecord.LOG_NAME, netrecord.LOG_NAME + ".1", "counters-12.json", "counters-12.json.tmp"):
+        (tmp_path / n).write_text("{}\n")
+    forget_network(str(tmp_path))
+    assert not tmp_path.exists()

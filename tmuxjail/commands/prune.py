@@ -15,7 +15,7 @@ import os
 import re
 import time
 
-from .. import netproxy
+from .. import netproxy, netrecord
 from ..context import Context
 from ..errors import UsageError
 from ..render import Result
@@ -73,12 +73,10 @@ def prune(ctx: Context, older_than: int, dry_run: bool) -> list[dict]:
 
 
 def forget_network(directory: str) -> None:
-    """The sockets of dead proxies, then the log; the directory only once nothing else is left."""
+    """The sockets of dead proxies, then the log and counters; the directory only once nothing
+    else is left."""
     netproxy.clear_stale(directory)
-    try:
-        os.unlink(os.path.join(directory, netproxy.LOG_NAME))
-    except OSError:
-        pass
+    netrecord.remove(directory)
     try:
         os.rmdir(directory)
     except OSError:

@@ -8,11 +8,10 @@ import os
 import sys
 from collections.abc import Callable
 
-from .. import conversation, jail, log, plan
+from .. import config, conversation, jail, log, netpolicy, plan
 from ..adapters import get as get_adapter
-from ..config import network_fix
 from ..context import Context, where_it_runs
-from ..errors import ResumeRefused, UsageError, refuse_inside_jail
+from ..errors import ResumeRefused, TmuxjailError, UsageError, refuse_inside_jail
 from ..model import Mode, Policy
 from ..policy import as_data
 from ..render import Result, confirm, interactive
@@ -138,13 +137,28 @@ def _reattach(ctx: Context, row, detach: bool, changed: list[str]) -> dict:
 
 
 def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
-    """What to do when the network changed: keep the old one (the exact config line), or move
-    to today's (sessions of strict modes started before their default became proxy land here)."""
-    old = (row.policy_data or {}).get("network", "host")
-    now = f"{row.mode} sessions now get {pol.network}" if pol is not None else "the config no longer allows it"
-    keep = network_fix(row.mode, old, str(ctx.paths.config_file), os.environ.get("TMUXJAIL_NETWORK"))
-    move = f"; or run it under {pol.network} with `tmuxjail resume {row.name} --accept-changes`" if pol else ""
-    return f"it ran with network {old} and {now}: to resume it as it was, {keep}{move}"
+    """What to do when the network changed (issue 28.4: every hint one that works): the exact
+    config changes that give the session its recorded network back, checked by computing its
+    allow list as this resume would; or moving it to today's network."""
+    old = row.policy_data or {}
+    what = f"network {old.get('network', 'host')}" + (
+        f" (domains {' '.join(old.get('allow_domains', ())) or 'none'})" if old.get("network") == "proxy" else "")
+    now = (f"today it would get network {pol.network}" + (f" (domains {' '.join(pol.allow_domains) or 'none'})"
+                                                            if pol.network == "proxy" else "")
+           if pol is not None else "today's config refuses it")
+    move = f"run it under today's with `tmuxjail resume {row.name} --accept-changes`" if pol else \
+        "start a new session"
+    try:
+        cfg = config.load(ctx.paths.config_file, env_network_applies=False)
+        caps = tuple(old.get("capabilities", ()))
+        domains = netpolicy.declared(plan.profile_for(ctx, row.provider, row.request_data.get("candidate")), caps) \
+            if row.mode == "verified" else ()
+        steps = config.restore_network(row.mode, old, row.request_data or {}, cfg, str(ctx.paths.config_file), domains)
+    except (TmuxjailError, KeyError):
+        steps = None
+    if not steps:
+        return f"it ran with {what}; {now}: {move}"
+    return f"it ran with {what}; {now}: to resume it as it was, {'; and '.join(steps)}; or {move}"
 
 
 def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .. import netlog, profiles
+from .. import config, netlog, profiles
 from ..adapters import get as get_adapter
 from ..audit import clean, latest, line
 from ..context import Context, where_it_runs
@@ -48,6 +48,14 @@ def show(ctx: Context, name: str) -> dict:
 def run(call: Call) -> Result:
     d = show(call.ctx, call.args.name)
     if call.args.network:
-        rep = netlog.report(d, str(call.ctx.paths.store))
+        rep = netlog.report(d, str(call.ctx.paths.store), _ceiling(call.ctx, d), str(call.ctx.paths.config_file))
         return Result(rep, netlog.text(rep))
     return Result(d, "\n".join([session_text(d, clean, line), "policy:", policy_text(d["policy"] or {})]))
+
+
+def _ceiling(ctx: Context, d: dict) -> tuple[str, ...] | None:
+    """Today's operator ceiling on the domains of the session's mode (None: the config is broken)."""
+    try:
+        return config.load(ctx.paths.config_file).allow_domains.get(d.get("mode") or "", None)
+    except TmuxjailError:
+        return None

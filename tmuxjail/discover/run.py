@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import approvals, identity, plan, profiles
+from .. import approvals, identity, netlog, netrecord, plan, profiles
 from .. import config as config_mod
 from ..adapters import get as get_adapter
 from ..commands.start import start as start_session
@@ -209,24 +209,30 @@ def _stop(ctx, m: dict) -> None:
 
 def _proxy_log(ctx, m: dict) -> list[dict] | None:
     """The session's egress-proxy log (issue 15: state/net/<session id>/network.jsonl, one JSON
-    object per decision), where that has landed; None when there is none (the evidence then says
-    "not observed by a proxy"). Host names in it came from the jail: only printable ASCII is kept."""
+    object per decision; issue 27.3: its older generation network.jsonl.1 first, and each
+    destination of the proxies' counters the rows no longer hold, so a flood before a probe cannot
+    hide it), where that has landed; None when there is none (the evidence then says "not
+    observed by a proxy"). Host names in it came from the jail: only printable ASCII is kept."""
     sid = "".join(c for c in m["session_id"] if c.isalnum() or c in "-_")[:64] or "session"
-    path = ctx.paths.state_dir / "net" / sid / "network.jsonl"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+    directory = ctx.paths.state_dir / "net" / sid
+    path = directory / "network.jsonl"
+    if not path.exists() and not netrecord.counter_files(str(directory)):
         return None
     out = []
-    with os.fdopen(fd, "rb") as f:
-        for raw in f.read(16 << 20).splitlines()[:10000]:
+    for p in (str(path) + netrecord.OLD_SUFFIX, str(path)):
+        for raw in netrecord.read_file(p, 16 << 20).splitlines()[:10000]:
             try:
                 r = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(r, dict):
+            if isinstance(r, dict) and r.get("decision") not in (*netrecord.AGGREGATES, *netrecord.MARKERS):
                 out.append({k: "".join(c if 32 <= ord(c) < 127 else "?" for c in str(r.get(k)))[:300]
                             for k in ("host", "port", "decision")})
+    seen = {r["host"] for r in out}
+    for host, d in netlog.counters(str(directory))["destinations"].items():
+        if host not in seen:
+            out += [{"host": host, "port": str(port), "decision": "allowed" if d["allowed"] else "denied"}
+                    for port in d["ports"] or [0]]
     return out
 
 
