@@ -4,7 +4,6 @@ refused (exit 3) when today's policy is not the recorded one."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 
