@@ -1,6 +1,6 @@
 """tmuxjail.api, as an orchestrator that drives agents with libtmux uses it: on libtmux's own
 pytest fixtures (`server`: a private -L socket per test, killed afterwards), with real bubblewrap
-jails and the stand-in CLIs. The README's example runs here as written (only its socket renamed)."""
+jails and the stand-in CLIs. The example in docs/api.md runs here as written (only its socket renamed)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from conftest import LIBTMUX_OBJECTS, wait_until
 from tmuxjail import api, paths
 
 pytestmark = [pytest.mark.integration, LIBTMUX_OBJECTS]
-README = Path(__file__).resolve().parents[2] / "README.md"
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 @pytest.fixture
@@ -98,15 +98,15 @@ def test_list_stop_resume_and_typed_errors(orchestrator):
     assert refused.value.code == 3 and refused.value.data["reasons"] == ["tampered"]
 
 
-def test_the_readme_example_runs(orchestrator):
+def test_the_api_docs_example_runs(orchestrator):
     env = orchestrator
-    text = README.read_text()
+    text = API_DOC.read_text()
     block = re.search(r"<!-- api-example -->\s*```python\n(.*?)```", text, re.DOTALL)
-    assert block, "README: the api example block is gone"
+    assert block, "docs/api.md: the api example block is gone"
     code = block.group(1)
     assert code.count('socket_name="agents"') == 1
     code = code.replace('socket_name="agents"', f'socket_name="{env.server.socket_name}"')
-    exec(compile(code, str(README), "exec"), {"__name__": "readme_example"})
+    exec(compile(code, str(API_DOC), "exec"), {"__name__": "docs_example"})
     assert wait_until(lambda: (env.ws / "hello.txt").exists(), 15)
     assert (env.ws / "hello.txt").read_text() == "hello from the jail\n"
     assert env.server.sessions == []  # the example stopped its jail

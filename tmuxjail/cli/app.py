@@ -178,7 +178,7 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--candidate", metavar="ID", help="verified mode: use this approved discovery candidate as the profile")
     s.add_argument("--json", action="store_true", help="print JSON")
 
-    r = cmd("resume", "reattach a live session, or relaunch the CLI's resume in the same jail", "tmuxjail resume app")
+    r = cmd("resume", "reattach if live; relaunch the CLI's own resume if gone; refuse a relaunch if changed", "tmuxjail resume app")
     r.add_argument("name")
     r.add_argument("--detach", action="store_true", help="do not attach or switch the client")
     r.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the session (key bindings pass it)")
@@ -200,7 +200,7 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     rn.add_argument("new", metavar="NEW")
     rn.add_argument("--json", action="store_true", help="print JSON")
 
-    ls = cmd("list", "list sessions with their effective modes", "tmuxjail list --json")
+    ls = cmd("list", "list sessions with their effective modes and status", "tmuxjail list --json")
     if not isinstance(ls, _Unbuilt):
         ls.epilog = "example:\n  tmuxjail list --json\n\n" + STATUS_HELP
     ls.add_argument("--all", action="store_true", help="include stopped sessions")
@@ -215,7 +215,7 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     lf.add_argument("--json", action="store_true", help="print a JSON array")
     lf.add_argument("--ndjson", action="store_true", help="print one JSON object per line")
 
-    pn = cmd("prune", "forget sessions that are over (stopped, failed, gone); never a live one",
+    pn = cmd("prune", "forget sessions that are over (never a live one); --homes: unused private homes",
              "tmuxjail prune --older-than 30d --dry-run")
     pn.add_argument("--older-than", metavar="AGE", help="only those unchanged for AGE (30d, 12h, 45m, 2w)")
     pn.add_argument("--dry-run", action="store_true", help="show what would be pruned")
@@ -229,7 +229,7 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     sh.add_argument("--json", action="store_true", help="print JSON")
     sh.add_argument("--network", action="store_true", help="the destinations its egress proxy allowed and denied")
 
-    st = cmd("stop", "stop a session (kills its tmux session; the record stays)",
+    st = cmd("stop", "stop sessions (kills their tmux sessions; the records stay)",
              "tmuxjail stop app\n  tmuxjail stop --all --workspace ~/src/app")
     st.add_argument("name", nargs="?", help="the session (or --all)")
     st.add_argument("--all", action="store_true", help="stop every live session (with --workspace: of that workspace)")
@@ -242,14 +242,13 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     sl.add_argument("--client", metavar="CLIENT", help="tmux client to switch to the new window")
     sl.add_argument("--json", action="store_true", help="print JSON")
 
-    au = cmd("audit", "list what the session left in its workspaces that the host would run or trust "
-             "(git hooks and command keys, .envrc, editor tasks, setuid files, links out); exit 6 if any",
+    au = cmd("audit", "list what the session left that the host would run or trust; exit 6 if any",
              "tmuxjail audit app --json")
     au.add_argument("name")
     au.add_argument("--all", action="store_true", help="everything present, not only what changed since the start")
     au.add_argument("--json", action="store_true", help="print JSON")
 
-    mn = cmd("menu", "run (or --print) the tmux menu/popup behind a tmux.conf.example key",
+    mn = cmd("menu", "run (or --print) the tmux menu behind a key of tmux.conf.example",
              "tmuxjail menu start --print")
     mn.add_argument("action", choices=_Verbs(("start", "resume", "list", "shell", "policy", "stop")),
                     metavar="{start,resume,list,shell,policy,stop}")
@@ -258,12 +257,12 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     mn.add_argument("--print", action="store_true", help="print the tmux command instead of running it")
     mn.add_argument("rest", nargs="*", help=argparse.SUPPRESS)  # _start PROVIDER MODE (a start-menu item)
 
-    d = cmd("doctor", "check tmux, bubblewrap and user namespaces, and say how to fix them", "tmuxjail doctor")
+    d = cmd("doctor", "check what works here, and print the command that fixes the rest", "tmuxjail doctor")
     d.add_argument("--move-store-aside", action="store_true",
                    help="rename a damaged store to store.db.broken-TIME (kept) and copy what still reads into a new one")
     d.add_argument("--json", action="store_true", help="print JSON")
 
-    c = cmd("completion", "print a shell completion script", 'eval "$(tmuxjail completion bash)"')
+    c = cmd("completion", "print a shell completion script: eval \"$(tmuxjail completion bash)\"", 'eval "$(tmuxjail completion bash)"')
     c.add_argument("shell", choices=("bash", "zsh"))
 
     pr = cmd("profiles", "list, show or check the provider profiles", "tmuxjail profiles show codex --details")
