@@ -80,6 +80,10 @@ def test_indicator_survives_a_long_pane_title(ui):
 def test_refused_resume_from_the_menu_shows_reason_and_fix(ui):
     env, term = ui
     env.json("start", "shell", "--mode", "isolated", "--workspace", str(env.ws), "--name", "old", "--detach")
+    # A live session is reattached whatever changed (nothing is launched): only a relaunch is
+    # refused, so the jailed shell ends first.
+    env.tmux("send-keys", "-t", "=old:", "exit", "Enter")
+    wait(lambda: env.tmux("display", "-p", "-t", "=old:", "#{pane_dead}").strip() == "1", what="the shell to end")
     env.config_dir.mkdir(parents=True, exist_ok=True)
     (env.config_dir / "config.toml").write_text('allowed_modes = ["compatibility"]\n')
     term.send("C-b", "J", "r")
