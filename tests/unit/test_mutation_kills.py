@@ -1,0 +1,1 @@
+"""Tests that kill the mutants scripts/mutation.py found alive (mutation/modules.toml)."""
