@@ -1,1 +1,197 @@
-"""Tests that kill the mutants scripts/mutation.py found alive (mutation/modules.toml)."""
+"""Checks no registered guard pinned until a mutation run showed them removable (issue 29), each
+written as the attack its removal re-opens, at the cheapest level that sees it. The same attacks
+from inside a jail or through the CLI: tests/adversarial/test_unpinned_attacks.py and
+tests/integration/test_unpinned_checks.py. scripts/mutation.py runs this file first for every module."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import socket
+import stat
+
+import pytest
+from test_netpolicy import resolve as net_resolve
+from test_netproxy import proxy
+from test_policy import HOME, LAYOUT, resolve
+from test_verified import KW
+
+from tmuxjail import (
+    config,
+    identity,
+    launch,
+    netpolicy,
+    netproxy,
+    policycache,
+    profiles,
+    restrict,
+    scan,
+)
+from tmuxjail.errors import ConfigError, NotApproved, UsageError
+from tmuxjail.model import ExecutableIdentity
+from tmuxjail.sandbox.bwrap import Bwrap
+
+
+@pytest.fixture
+def no_dns(monkeypatch):
+    """Any lookup the proxy makes fails the test: nothing here may query a real resolver."""
+    calls: list[str] = []
+
+    def fake(name, *a, **k):
+        calls.append(name)
+        raise socket.gaierror(socket.EAI_NONAME, "no lookup expected (test resolver)")
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    return calls
+
+
+# -- network --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wide", ["*", "*.com", "*.openai.com"])
+def test_a_wildcard_added_in_verified_mode_is_an_approval_item(wide):
+    """`--allow-domain '*'` (or '*.com') in verified mode widens the profile's list past every
+    declared domain: it is an approval item of its own, never covered by a narrower declared one."""
+    prof = profiles.load("codex")
+    pol = net_resolve("verified", domains=[wide, "api.openai.com"])
+    assert wide in pol["allow_domains"]
+    assert netpolicy.DOMAIN_ITEM + wide in netpolicy.approval_items(prof, pol)
+    assert netpolicy.extra_domains((wide,), ("api.openai.com", "*.openai.com")) == \
+        (() if wide == "*.openai.com" else (wide,))
+
+
+@pytest.mark.parametrize("host", ["internal", "home.arpa", "router.home.arpa", "lan", "intranet", "x.intranet",
+                                  "local", "test", "invalid", "example"])
+def test_special_use_names_are_refused_without_a_lookup(no_dns, host):
+    """Names only a local resolver answers (the bare TLD as much as names under it) are refused
+    before any lookup: the host's resolver would reach the LAN's DNS for them."""
+    with pytest.raises(netproxy.Refused) as e:
+        proxy().decide(host, 443)
+    assert e.value.rule == "special-use" and no_dns == []
+
+
+def test_a_full_proxy_log_takes_no_more_bytes(tmp_path, no_dns):
+    """A jail makes connection after connection to fill the disk through the proxy's log: a log
+    already past the cap (a sparse file: no disk used here) never grows, whatever happens to it
+    (left as is, or set aside for a fresh one)."""
+    log = tmp_path / "net.jsonl"
+    with open(log, "wb") as f:
+        f.truncate(64 << 20)
+    os.chmod(log, 0o600)
+    inode = log.stat().st_ino
+    p = proxy(log=str(log))
+    for i in range(50):
+        p.log(f"h{i}.example.com", 443, "", "denied", "allowlist")
+    for entry in tmp_path.iterdir():
+        st = entry.stat()
+        if st.st_ino == inode:
+            assert st.st_size == 64 << 20, "a full log grew"
+        else:
+            assert st.st_size < 64 << 20
+    assert sum(e.stat().st_size for e in tmp_path.iterdir() if e.stat().st_ino != inode) <= 50 * 200
+
+
+# -- restriction files, config, policy ------------------------------------------------------------
+
+def test_a_restriction_to_a_workspace_does_not_admit_its_namesakes():
+    """`workspaces = ["~/src/app"]` admits ~/src/app and what lies inside it, never
+    ~/src/app-secrets or ~/src/apple."""
+    rules = {"workspaces": ["~/src/app"]}
+    for inside in ("/home/u/src/app", "/home/u/src/app/sub"):
+        restrict.apply(rules, **dict(KW, workspaces=(inside,)))
+    for outside in ("/home/u/src/app-secrets", "/home/u/src/apple", "/home/u/src"):
+        with pytest.raises(NotApproved, match="outside the workspaces"):
+            restrict.apply(rules, **dict(KW, workspaces=(outside,)))
+
+
+@pytest.mark.parametrize("text", [
+    'allow_unguarded_compatibility = "false"', 'allow_unguarded_compatibility = "true"',
+    "allow_unguarded_compatibility = 0", "allow_unguarded_compatibility = 1",
+    'allow_unguarded_compatibility = ["false"]',
+])
+def test_allow_unguarded_compatibility_is_true_or_false_only(text):
+    """A quoted "false" is a non-empty string: read as truthy it would run compatibility without
+    bubblewrap. Anything but a TOML boolean refuses the config."""
+    with pytest.raises(ConfigError, match="allow_unguarded_compatibility"):
+        config.parse(text + "\n", "config.toml", None, None)
+    assert config.parse("allow_unguarded_compatibility = false\n", "c", None, None).allow_unguarded_compatibility is False
+
+
+@pytest.mark.parametrize("root", [HOME, "/home", "/"])
+def test_the_home_is_never_an_install_root_even_with_tmuxjails_dirs_elsewhere(root):
+    """XDG_CONFIG_HOME & co. outside the home: tmuxjail's own dirs no longer lie in it, and the
+    home (or a directory holding it) as the CLI's install root must still be refused."""
+    own = ("/srv/xdg/config/tmuxjail", "/srv/xdg/state/tmuxjail", "/srv/xdg/data/tmuxjail")
+    exe = identity.Resolved(ExecutableIdentity(path=f"{HOME}/.local/bin/codex", sha256="sha256:" + "a" * 64),
+                            [f"{HOME}/.local/bin/codex"], (root,))
+    with pytest.raises(UsageError, match="install root"):
+        resolve(executable=exe, own_dirs=own, config_dir=own[0], private_home="/srv/xdg/data/tmuxjail/homes/c/d")
+
+
+# -- the sandbox builders -------------------------------------------------------------------------
+
+def test_approved_host_paths_are_bound_read_only():
+    """git-identity and github-cli bring ~/.gitconfig, ~/.config/git and ~/.config/gh: each is
+    bound read-only (the attack from inside a jail: tests/adversarial/test_unpinned_attacks.py)."""
+    pol = resolve("verified", caps=("git-identity", "github-cli"))
+    argv = Bwrap().wrap(pol, ["codex"], LAYOUT)
+    pairs = {(argv[i], argv[i + 1]) for i in range(len(argv) - 1)}
+    for p in (f"{HOME}/.gitconfig", f"{HOME}/.config/git", f"{HOME}/.config/gh"):
+        assert p in pol["host_read"] and ("--ro-bind-try", p) in pairs
+        assert not {("--bind-try", p), ("--bind", p)} & pairs
+
+
+# -- the launcher ---------------------------------------------------------------------------------
+
+def test_a_link_above_an_inner_root_is_refused(tmp_path, capsys):
+    """An approved path inside a workspace (an inner root) reached through a link the jail planted
+    in the workspace above it: the walk starts at the outer root and refuses the link; started at
+    the inner root, the kernel would follow it."""
+    ws = tmp_path / "ws"
+    (ws / "real" / "sub").mkdir(parents=True)
+    (ws / "lnk").symlink_to(ws / "real")
+    inner = f"{ws}/lnk/sub"
+    pol = dict(workspace_write=[str(ws)], workspace_read=[], host_write=[inner], host_read=[], private_home=None)
+    with pytest.raises(SystemExit):
+        launch.fd_binds(["--bind", inner, inner, "--", "sh"], pol)
+    assert "symbolic link" in capsys.readouterr().err
+
+
+# -- the policy cache -----------------------------------------------------------------------------
+
+def _forge(d, key_name: str, entry: dict, mac_key: bytes) -> None:
+    body = json.dumps({**entry, "key": key_name}, separators=(",", ":")).encode()
+    mac = hmac.new(mac_key, body, "sha256").hexdigest().encode()
+    path = d / f"{key_name}.json"
+    path.write_bytes(mac + b"\n" + body)
+    path.chmod(0o600)
+
+
+def test_an_empty_mac_key_authenticates_nothing(tmp_path):
+    """A start that died between creating mac.key and writing it leaves it empty: an HMAC under
+    the empty key is one anybody can compute, so the cache must not take (or make) entries then."""
+    cache = policycache.PolicyCache(tmp_path)
+    d = tmp_path / policycache.DIR
+    d.mkdir(mode=0o700)
+    (d / policycache.KEY_FILE).write_bytes(b"")
+    (d / policycache.KEY_FILE).chmod(0o600)
+    k = hashlib.sha256(b"request").hexdigest()
+    _forge(d, k, {"policy": {"workspace_write": ["/"]}}, b"")
+    assert cache.get(k) is None
+    assert cache.put(hashlib.sha256(b"other").hexdigest(), {"policy": {}}) is False
+    assert (d / policycache.KEY_FILE).read_bytes() == b""
+
+
+# -- scan -----------------------------------------------------------------------------------------
+
+def test_scan_reads_the_worktree_config_git_runs(tmp_path):
+    """git (2.39 here) runs an fsmonitor set in .git/config.worktree once extensions.worktreeConfig
+    is on: the scan lists the command keys of both files."""
+    git = tmp_path / "repo" / ".git"
+    git.mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "config").write_text("[core]\n\trepositoryformatversion = 1\n[extensions]\n\tworktreeConfig = true\n")
+    (git / "config.worktree").write_text('[core]\n\tfsmonitor = "touch /tmp/tj-worktree-config"\n')
+    found = {(os.path.relpath(f["path"], tmp_path), f["kind"], f["detail"]) for f in scan.scan([str(tmp_path)]).findings}
+    assert ("repo/.git/config.worktree", "git-config", "core.fsmonitor = touch /tmp/tj-worktree-config") in found, found
+    assert stat.S_ISREG((git / "config.worktree").stat().st_mode)

@@ -1,0 +1,74 @@
+"""Checks no registered guard pinned until a mutation run showed them removable (issue 29),
+attacked through the CLI, the in-pane launcher and the warm start as they run. (Unit level:
+tests/unit/test_mutation_kills.py; from inside a jail: tests/adversarial/test_unpinned_attacks.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import have_jail
+from test_launcher import _launch, _spec
+from test_netpolicy_flow import start, write_config
+from test_warm_cache import BASE, World, same
+
+from tmuxjail import plan
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_spec_naming_another_program_as_bubblewrap_is_refused(jail_env, tmp_path):
+    """Whoever could rewrite a launch spec names their own program as bubblewrap (it then runs
+    outside every jail); the argv after it is what the policy builds, so only the path check
+    stands in the way."""
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    ran = tmp_path / "ran"
+    fake = tmp_path / "bwrap"
+    fake.write_text(f"#!/bin/sh\ntouch {ran}\nexec {spec['argv'][0]} \"$@\"\n")
+    fake.chmod(0o755)
+    spec["argv"][0] = str(fake)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 3 and "bubblewrap path" in proc.stderr, (proc.returncode, proc.stderr)
+    assert "RAN" not in proc.stdout and not ran.exists()
+
+
+@pytest.mark.parametrize("wide", ["*", "*.com"])
+def test_a_wildcard_domain_in_verified_mode_needs_its_own_approval(jail_env, wide):
+    """An approved profile does not stretch to `--allow-domain '*'`: that would reach any host."""
+    env = jail_env
+    env.run("approve", "codex", "--yes", check=True)
+    proc = start(env, "codex", "verified", "--network", "proxy", "--allow-domain", wide, name="w")
+    assert proc.returncode == 4 and f"(domain:{wide})" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
+    assert env.tmux("ls", check=False) == ""
+
+
+def test_a_quoted_false_refuses_the_config(jail_env):
+    """`allow_unguarded_compatibility = "false"` is a string, not false: read as true it runs
+    compatibility without bubblewrap wherever bubblewrap is missing. The config is refused."""
+    env = jail_env
+    write_config(env, 'allow_unguarded_compatibility = "false"\n')
+    proc = env.run("start", "shell", "--mode", "compatibility", "--workspace", str(env.ws), "--name", "u", "--detach")
+    assert proc.returncode == 2 and "allow_unguarded_compatibility" in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and env.tmux("ls", check=False) == ""
+
+
+def test_a_cli_swapped_while_its_policy_resolves_is_not_remembered(tmp_path, monkeypatch):
+    """The CLI is replaced after the full resolution hashed it and before the warm cache records
+    its stat identity: the entry would pair the new file with the old digest, and every later
+    start would take the old policy for the new binary. Nothing is remembered; the next start
+    resolves (and hashes) the new one."""
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    w = World(tmp_path, monkeypatch)
+    cli = w.pkg / "bin" / "pi-cli"
+    real = plan.resolve
+
+    def racing(*a, **k):
+        p = real(*a, **k)
+        cli.write_text(cli.read_text() + "# swapped after hashing\n")
+        return p
+    monkeypatch.setattr(plan, "resolve", racing)
+    first = w.warm(BASE)
+    monkeypatch.setattr(plan, "resolve", real)
+    got = w.warm(BASE)
+    same(got, w.full(BASE))
+    assert got.fingerprint != first.fingerprint
