@@ -4,7 +4,7 @@ each against the tests listed with it. Prints the score per module and every sur
 
     .venv/bin/python scripts/mutation.py                       # every module, every mutant
     .venv/bin/python scripts/mutation.py --module netcheck     # one module (repeatable)
-    .venv/bin/python scripts/mutation.py --sample 20           # CI: 20 mutants, chosen below
+    .venv/bin/python scripts/mutation.py --sample 12           # CI: 12 mutants, chosen below
     .venv/bin/python scripts/mutation.py --list                # count the mutants, run nothing
 
 guards/registry.toml pins the guards that must never regress (scripts/mutate.py); this finds
@@ -16,15 +16,18 @@ the copy in scripts/mutate.py's scratch install, so the worktree is never touche
 A mutant is killed when its tests go red (or hang past the timeout), survives when they stay
 green, and is not counted when mutation/equivalent.toml lists it (same module, operator and
 source line) with the reason it cannot change behaviour. The run fails (exit 1) when the score of
-the non-equivalent mutants is below the floor in modules.toml, or a module marked strict keeps a
-survivor. --sample N picks N mutants spread over the modules (round robin, shuffled with --seed,
-by default the day's date: each day CI tries others, and a day's run can be repeated).
+the non-equivalent mutants is below the floor in modules.toml, or (in a full run) a module marked
+strict keeps a survivor. --sample N (without --work) runs N mutants: the modules in an order
+shuffled with --seed (by default the day's date: each day CI tries others, and a day's run can
+be repeated), dealt one mutant each round robin, each module's drawn at random with the same seed;
+only the modules drawn are set up. A sample is held to the floor.
 
 Run it with the interpreter of a venv that has '.[test]' and cosmic-ray installed."""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 import random
@@ -66,6 +69,36 @@ def is_equivalent(entries: list[dict], module: str, operator: str, line: str) ->
     return None
 
 
+ANNOTATION = "in an annotation, which `from __future__ import annotations` leaves unevaluated"
+
+
+def annotations(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The (start, end) of every annotation of a module that never evaluates them; [] otherwise."""
+    tree = ast.parse(path.read_text())
+    if not any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+               for n in tree.body):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        ann = (node.returns if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+               else node.annotation if isinstance(node, ast.arg | ast.AnnAssign) else None)
+        if ann is not None:
+            out.append(((ann.lineno, ann.col_offset), (ann.end_lineno or ann.lineno, ann.end_col_offset or 0)))
+    return out
+
+
+def skip_annotations(db: Path, target: Path) -> None:
+    """Mutants inside annotations are equivalent by construction: marked, never run."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+    spans = annotations(target)
+    with use_db(str(db), WorkDB.Mode.open) as wdb:
+        for item in list(wdb.pending_work_items):
+            pos = tuple(item.mutations[0].start_pos)
+            if any(a <= pos < b for a, b in spans):
+                wdb.set_result(item.job_id, WorkResult(output=ANNOTATION, worker_outcome=WorkerOutcome.SKIPPED))
+
+
 # -- cosmic-ray sessions ---------------------------------------------------------------------
 
 def cosmic(*args: str) -> None:
@@ -103,6 +136,9 @@ def session(scratch: mutate.Scratch, src: Path, name: str, mod: dict, settings: 
     if not db.is_file():
         cosmic("init", str(cfg), str(db))
         subprocess.run([str(Path(sys.executable).parent / "cr-filter-operators"), str(db), str(cfg)], check=True)
+        skip_annotations(db, target)
+    with sqlite3.connect(db) as con:  # a session copied from another run mutates this run's copy
+        con.execute("UPDATE mutation_specs SET module_path = ?", (str(target),))
     return db
 
 
@@ -132,6 +168,7 @@ def results(db: Path, name: str, src_file: Path, equivalent: list[dict]) -> dict
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
     lines = src_file.read_text().splitlines()
+    spans = annotations(src_file)
     out: dict = {"module": name, "killed": 0, "survived": [], "equivalent": [], "pending": 0, "skipped": 0}
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         done = dict(wdb.results)
@@ -141,13 +178,15 @@ def results(db: Path, name: str, src_file: Path, equivalent: list[dict]) -> dict
             if r is None:
                 out["pending"] += 1
                 continue
-            if r.worker_outcome == WorkerOutcome.SKIPPED:
-                out["skipped"] += 1
-                continue
             line_no = m.start_pos[0]
             text = lines[line_no - 1].strip()
             where = {"line": line_no, "operator": m.operator_name, "occurrence": m.occurrence, "source": text}
-            why = is_equivalent(equivalent, name, m.operator_name, text)
+            in_annotation = (r.worker_outcome != WorkerOutcome.SKIPPED or r.output == ANNOTATION) \
+                and any(a <= tuple(m.start_pos) < b for a, b in spans)
+            if r.worker_outcome == WorkerOutcome.SKIPPED and not in_annotation:
+                out["skipped"] += 1
+                continue
+            why = ANNOTATION if in_annotation else is_equivalent(equivalent, name, m.operator_name, text)
             if why:
                 out["equivalent"].append({**where, "why": why})
             elif r.test_outcome == TestOutcome.SURVIVED:
@@ -181,23 +220,21 @@ def run_tests(argv: list[str]) -> int:
 
 # -- the run ---------------------------------------------------------------------------------
 
-def choose_sample(sessions: dict[str, Path], n: int, seed: str) -> dict[str, set[str]]:
-    rng = random.Random(seed)
-    pools = {name: sorted(pending(db)) for name, db in sessions.items()}
-    for pool in pools.values():
-        rng.shuffle(pool)
-    chosen: dict[str, set[str]] = {name: set() for name in sessions}
-    order = sorted(pools)
-    rng.shuffle(order)
-    while n > 0 and any(pools.values()):
-        for name in order:
-            if n and pools[name]:
-                chosen[name].add(pools[name].pop())
-                n -= 1
-    return chosen
+def sample_shares(names: list[str], n: int, seed: str) -> dict[str, int]:
+    """How many of the n sampled mutants each module gets: the modules in an order shuffled with
+    seed, n dealt round robin (so n <= the module count means one each from n modules)."""
+    order = sorted(names)
+    random.Random(seed).shuffle(order)
+    return {name: n // len(order) + (i < n % len(order)) for i, name in enumerate(order)}
 
 
-def report(res: list[dict], settings: dict, plan: dict[str, dict], say) -> bool:
+def choose_sample(db: Path, k: int, seed: str) -> set[str]:
+    pool = sorted(pending(db))
+    random.Random(f"{seed}:{db.stem}").shuffle(pool)
+    return set(pool[:k])
+
+
+def report(res: list[dict], settings: dict, plan: dict[str, dict], say, sample: bool = False) -> bool:
     ok = True
     killed = sum(r["killed"] for r in res)
     survived = sum(len(r["survived"]) for r in res)
@@ -214,7 +251,8 @@ def report(res: list[dict], settings: dict, plan: dict[str, dict], say) -> bool:
     if total < float(settings["floor"]):
         say(f"mutation: the score {total}% is below the floor {settings['floor']}%")
         ok = False
-    strict_left = [r["module"] for r in res if plan[r["module"]].get("strict") and r["survived"]]
+    # A sample is held to the floor only; every strict module's survivor is the full run's to name.
+    strict_left = [r["module"] for r in res if plan[r["module"]].get("strict") and r["survived"] and not sample]
     if strict_left:
         say("mutation: survivors in modules where every non-equivalent mutant must die: " + ", ".join(strict_left))
         ok = False
@@ -230,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=0, metavar="N", help="run N mutants spread over the modules")
     ap.add_argument("--seed", default=datetime.date.today().isoformat(), help="the sample's seed (default: today)")
     ap.add_argument("--list", action="store_true", help="count the mutants per module; run nothing")
+    ap.add_argument("--report", action="store_true",
+                    help="with --work: report what a run (still going, or stopped) has finished; run nothing")
     ap.add_argument("--work", type=Path, help="keep the sessions here (resume: run again with the same --work)")
     ap.add_argument("--again", action="store_true", help="with --work: run the survivors again (new tests)")
     ap.add_argument("--json", type=Path, help="write the results here")
@@ -262,8 +302,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
     t0 = time.monotonic()
+    shares = sample_shares(names, args.sample, args.seed) if args.sample else {}
+    if shares:
+        names = [n for n in names if shares[n]]
+        say(f"mutation: a sample of {args.sample} mutants (seed {args.seed!r}): "
+            + ", ".join(f"{n} {shares[n]}" for n in names))
     sessions: dict[str, Path] = {}
     for name in names:
+        if args.report and not (work / f"{name}.sqlite").is_file():
+            continue
         sessions[name] = session(scratch, args.src, name, plan[name], settings, work)
         if args.again:
             say(f"mutation: {name}: {forget_survivors(sessions[name])} survivors to run again")
@@ -272,22 +319,19 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
             say(f"{name:12} {len(pending(db)):5} mutants")
         say(f"{'all':12} {sum(len(pending(db)) for db in sessions.values()):5} mutants")
         return 0
-    if args.sample:
-        chosen = choose_sample(sessions, args.sample, args.seed)
-        say(f"mutation: a sample of {args.sample} mutants (seed {args.seed!r}): "
-            + ", ".join(f"{n} {len(c)}" for n, c in chosen.items() if c))
-        for name, db in sessions.items():
-            skip_all_but(db, chosen[name])
+    for name, db in sessions.items():
+        if shares:
+            skip_all_but(db, choose_sample(db, shares[name], args.seed))
     res = []
     for name, db in sessions.items():
-        n = len(pending(db))
+        n = 0 if args.report else len(pending(db))
         if n:
             say(f"mutation: {name}: {n} mutants ({plan[name]['file']}) ...")
             t1 = time.monotonic()
             cosmic("exec", str(work / f"{name}.toml"), str(db))
             say(f"mutation: {name}: done in {time.monotonic() - t1:.0f}s")
         res.append(results(db, name, args.src / plan[name]["file"], equivalent))
-    ok = report(res, settings, plan, say)
+    ok = report(res, settings, plan, say, sample=bool(args.sample))
     say(f"mutation: {time.monotonic() - t0:.0f}s; sessions in {work}")
     if args.json:
         args.json.write_text(json.dumps({"settings": settings, "modules": res}, indent=1))

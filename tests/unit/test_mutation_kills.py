@@ -195,3 +195,89 @@ def test_scan_reads_the_worktree_config_git_runs(tmp_path):
     found = {(os.path.relpath(f["path"], tmp_path), f["kind"], f["detail"]) for f in scan.scan([str(tmp_path)]).findings}
     assert ("repo/.git/config.worktree", "git-config", "core.fsmonitor = touch /tmp/tj-worktree-config") in found, found
     assert stat.S_ISREG((git / "config.worktree").stat().st_mode)
+
+
+# -- survivors of the mutation run: netcheck ------------------------------------------------------
+
+def test_a_name_is_at_most_253_characters_and_printable():
+    from tmuxjail import netcheck
+
+    longest = ".".join(["a" * 63] * 3 + ["a" * 61])
+    assert len(longest) == 253 and netcheck.check_name(longest) == longest
+    for bad in (".".join(["a" * 60] * 5), "example.com\n", "example.com\t", "\texample.com", 5, None, b"x.com"):
+        with pytest.raises(ValueError, match=r"^must be a DNS name$"):
+            netcheck.check_name(bad)
+
+
+def test_name_errors_say_what_the_name_is():
+    from tmuxjail import netcheck
+
+    for v6 in ("[x]", "a:b", "[::1"):
+        with pytest.raises(ValueError, match="IPv6 address"):
+            netcheck.check_name(v6)
+    with pytest.raises(ValueError, match="internationalised"):
+        netcheck.check_name("é" * 64 + ".com")
+
+
+def test_only_a_whole_bracket_pair_is_stripped_from_a_literal():
+    from tmuxjail import netcheck
+
+    assert str(netcheck.literal("[::1]")) == "::1"
+    assert netcheck.literal("[::1") is None and netcheck.literal("::1]") is None
+
+
+def test_a_request_outside_an_empty_ceiling_says_nothing_is_allowed():
+    with pytest.raises(NotApproved) as e:
+        netpolicy.allowlist("isolated", "proxy", ("pypi.org",), (), ceiling=())
+    assert e.value.hint.endswith("allows: nothing"), e.value.hint
+
+
+# -- survivors of the mutation run: bwrap ---------------------------------------------------------
+
+def _pairs(argv):
+    return [(argv[i], argv[i + 1]) for i in range(len(argv) - 1)]
+
+
+def test_the_agent_socket_is_bound_only_for_an_approved_verified_ssh_agent():
+    from tmuxjail.sandbox import HostLayout
+
+    layout = HostLayout(top=LAYOUT.top, agent_socket="/run/user/1000/agent.sock")
+    bound = ("--ro-bind", "/run/user/1000/agent.sock")
+    assert bound in _pairs(Bwrap().wrap(resolve("verified", caps=("ssh-agent",)), ["x"], layout))
+    assert bound not in _pairs(Bwrap().wrap(resolve("verified"), ["x"], layout))
+    assert bound not in _pairs(Bwrap().wrap(resolve("isolated"), ["x"], layout))
+    assert bound not in _pairs(Bwrap().wrap(resolve("verified", caps=("ssh-agent",)), ["x"], LAYOUT))
+
+
+def test_compatibility_pins_every_directory_above_a_mask():
+    """`mv ~/.local/state x` would carry the mask of tmuxjail's state along: each ancestor of a
+    hidden or protected path is a mount point of its own, bound before the mask."""
+    pol = resolve("compatibility")
+    pairs = _pairs(Bwrap().wrap(pol, ["x"], LAYOUT))
+    assert pol["hidden"]
+    for path in pol["hidden"]:
+        up = os.path.dirname(path)
+        while up not in ("/", ""):
+            assert pairs.index(("--bind", up)) < pairs.index(("--tmpfs", path)), up
+            up = os.path.dirname(up)
+    assert ("--bind", "/") in pairs and pairs.count(("--bind", "/")) == 1
+
+
+def test_a_root_run_strict_jail_masks_the_dirs_only_root_could_enter():
+    from tmuxjail.sandbox import HostLayout
+
+    layout = HostLayout(top=LAYOUT.top, root_only_dirs=("/etc/ssl/private", "/opt/vault"))
+    argv = Bwrap().wrap(resolve("isolated"), ["x"], layout)
+    pairs = _pairs(argv)
+    for d in ("/etc/ssl/private", "/opt/vault"):
+        assert pairs.index(("--tmpfs", d)) < pairs.index(("--remount-ro", d)), d
+
+
+def test_the_argv_builders_import_no_typing():
+    """The launcher rebuilds the argv on every start; typing costs as much as the interpreter."""
+    import subprocess
+    import sys
+
+    code = "import sys; from tmuxjail.sandbox import bwrap, seccomp, landlock, pids; print('typing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
