@@ -281,3 +281,126 @@ def test_the_argv_builders_import_no_typing():
     code = "import sys; from tmuxjail.sandbox import bwrap, seccomp, landlock, pids; print('typing' in sys.modules)"
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- survivors of the mutation run: netlog --------------------------------------------------------
+
+ROW = {"time": "t", "host": "a b\x7f~", "port": 443, "address": "", "decision": "denied", "rule": "allowlist"}
+
+
+def _log_dir(tmp_path, sid="sid-1"):
+    store = tmp_path / "store.db"
+    d = netproxy.session_dir(str(store), sid)
+    os.makedirs(d, exist_ok=True)
+    return str(store), os.path.join(d, netproxy.LOG_NAME)
+
+
+def test_show_network_prints_space_and_tilde_but_not_delete(tmp_path):
+    from tmuxjail import netlog
+
+    store, log = _log_dir(tmp_path)
+    with open(log, "w") as f:
+        f.write(json.dumps(ROW) + "\n")
+    assert [r["host"] for r in netlog.read(store, "sid-1")] == ["a b?~"]
+
+
+def test_show_network_reads_no_link_no_fifo_and_no_missing_log(tmp_path):
+    """The log path is opened without following a link (a planted one would show another file)
+    and without blocking (a FIFO there would hang `show`); a session without a log has no rows."""
+    import threading
+
+    from tmuxjail import netlog
+
+    store, log = _log_dir(tmp_path)
+    assert netlog.read(store, "sid-1") == [] and netlog.read(store, "no-such-session") == []
+    other = tmp_path / "elsewhere.jsonl"
+    other.write_text(json.dumps(ROW) + "\n")
+    os.symlink(other, log)
+    assert netlog.read(store, "sid-1") == []
+    os.unlink(log)
+    os.mkfifo(log)
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(netlog.read(store, "sid-1")), daemon=True)
+    t.start()
+    t.join(20)
+    if t.is_alive():  # release the reader before failing
+        os.close(os.open(log, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("reading a FIFO at the log path blocked")
+    assert got == [[]]
+
+
+def test_show_network_text_per_network():
+    from tmuxjail import netlog
+
+    proxied = netlog.text({"network": "proxy", "allow_domains": [], "destinations": []})
+    assert proxied.splitlines() == ["network: proxy", "allowed domains: (none)", "no destinations yet"]
+    host = netlog.text({"network": "host", "allow_domains": [], "destinations": []})
+    assert host.splitlines() == ["network: host", "no proxy: nothing is logged"]
+
+
+# -- the pids cgroup (a root-run jail's process limit), in a cgroup tree of files -------------------
+
+@pytest.fixture
+def cgroups(tmp_path, monkeypatch):
+    from tmuxjail.sandbox import pids
+
+    v2, v1 = tmp_path / "v2", tmp_path / "v1"
+    v2.mkdir()
+    monkeypatch.setattr(pids, "V2", str(v2))
+    monkeypatch.setattr(pids, "V1", str(v1))
+    return pids, v2, v1
+
+
+def test_the_pids_controller_is_found_only_where_it_is(cgroups):
+    pids, v2, v1 = cgroups
+    assert pids.hierarchy() is None
+    v1.mkdir()
+    (v1 / "cgroup.procs").write_text("")
+    (v2 / "cgroup.controllers").write_text("cpu memory\n")
+    assert pids.hierarchy() is None  # a v2 host without pids: v1's leftovers do not count
+    (v2 / "cgroup.controllers").write_text("cpu pidsx memory\n")
+    assert pids.hierarchy() is None
+    (v2 / "cgroup.controllers").write_text("cpu pids memory\n")
+    assert pids.hierarchy() == (str(v2), True)
+    (v2 / "cgroup.controllers").unlink()
+    assert pids.hierarchy() == (str(v1), False)
+    (v1 / "cgroup.procs").unlink()
+    with pytest.raises(OSError, match="no pids cgroup"):
+        pids.join(10, "s")
+
+
+def test_joining_sets_the_limit_and_moves_this_process(cgroups):
+    pids, v2, v1 = cgroups
+    (v2 / "cgroup.controllers").write_text("pids\n")
+    path = pids.join(77, "s1")
+    assert path == f"{v2}/tmuxjail/s1"
+    assert (v2 / "cgroup.subtree_control").read_text() == "+pids"
+    assert (v2 / "tmuxjail" / "cgroup.subtree_control").read_text() == "+pids"
+    assert (v2 / "tmuxjail" / "s1" / "pids.max").read_text() == "77"
+    assert (v2 / "tmuxjail" / "s1" / "cgroup.procs").read_text() == str(os.getpid())
+    (v2 / "cgroup.controllers").unlink()
+    v1.mkdir()
+    (v1 / "cgroup.procs").write_text("")
+    path = pids.join(5, "s2")
+    single = len(os.listdir("/proc/self/task")) == 1
+    moved = (v1 / "tmuxjail" / "s2" / ("tasks" if single else "cgroup.procs")).read_text()
+    assert moved == ("0" if single else str(os.getpid()))
+    assert not (v1 / "tmuxjail" / "cgroup.subtree_control").exists() and not (v1 / "cgroup.subtree_control").exists()
+
+
+def test_sweep_removes_only_finished_jails_groups(cgroups):
+    import time
+
+    pids, v2, _ = cgroups
+    (v2 / "cgroup.controllers").write_text("pids\n")
+    top = v2 / "tmuxjail"
+    old, young, busy = top / "old", top / "young", top / "busy"
+    for d in (old, young, busy):
+        d.mkdir(parents=True)
+    (busy / "pids.max").write_text("1")  # rmdir refuses a group still holding something
+    (top / "stray").write_text("")
+    past = time.time() - 3600
+    for d in (old, busy, top / "stray"):
+        os.utime(d, (past, past))
+    pids.sweep()
+    assert not old.exists() and young.is_dir() and busy.is_dir() and (top / "stray").exists()
