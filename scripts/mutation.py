@@ -272,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --work: report what a run (still going, or stopped) has finished; run nothing")
     ap.add_argument("--work", type=Path, help="keep the sessions here (resume: run again with the same --work)")
     ap.add_argument("--again", action="store_true", help="with --work: run the survivors again (new tests)")
+    ap.add_argument("--budget", type=float, metavar="SECONDS",
+                    help="start no module's mutants after this long (the rest are reported as left)")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--src", type=Path, default=ROOT, help="the source tree to mutate a copy of (default: this one)")
     args = ap.parse_args(argv)
@@ -325,6 +327,9 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
     res = []
     for name, db in sessions.items():
         n = 0 if args.report else len(pending(db))
+        if n and args.budget and time.monotonic() - t0 > args.budget:
+            say(f"mutation: {name}: over the budget of {args.budget:.0f}s, {n} mutants left")
+            n = 0
         if n:
             say(f"mutation: {name}: {n} mutants ({plan[name]['file']}) ...")
             t1 = time.monotonic()

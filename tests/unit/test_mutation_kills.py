@@ -404,3 +404,16 @@ def test_sweep_removes_only_finished_jails_groups(cgroups):
         os.utime(d, (past, past))
     pids.sweep()
     assert not old.exists() and young.is_dir() and busy.is_dir() and (top / "stray").exists()
+
+
+def test_show_network_keeps_reading_past_a_bad_line_and_shows_each_row(tmp_path):
+    from tmuxjail import netlog
+
+    store, log = _log_dir(tmp_path)
+    good = dict(ROW, host="pypi.org")
+    with open(log, "w") as f:
+        f.write("not json\n" + json.dumps(dict(good, port="443")) + "\n" + json.dumps(good) + "\n")
+    rep = netlog.report({"name": "j", "id": "sid-1", "policy": None}, store)
+    assert rep["network"] == "host" and rep["allow_domains"] == [] and rep["destinations"] == [good]
+    text = netlog.text(dict(rep, network="proxy", allow_domains=["*"]))
+    assert text.splitlines() == ["network: proxy", "allowed domains: *", "t  denied   pypi.org:443  -  (allowlist)"]
