@@ -313,6 +313,9 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
     for name in names:
         if args.report and not (work / f"{name}.sqlite").is_file():
             continue
+        if args.report:  # (its config stays what the run wrote: that run may still be using it)
+            sessions[name] = work / f"{name}.sqlite"
+            continue
         sessions[name] = session(scratch, args.src, name, plan[name], settings, work)
         if args.again:
             say(f"mutation: {name}: {forget_survivors(sessions[name])} survivors to run again")

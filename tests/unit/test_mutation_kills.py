@@ -417,3 +417,29 @@ def test_show_network_keeps_reading_past_a_bad_line_and_shows_each_row(tmp_path)
     assert rep["network"] == "host" and rep["allow_domains"] == [] and rep["destinations"] == [good]
     text = netlog.text(dict(rep, network="proxy", allow_domains=["*"]))
     assert text.splitlines() == ["network: proxy", "allowed domains: *", "t  denied   pypi.org:443  -  (allowlist)"]
+
+
+# -- survivors of the mutation run: restrict ------------------------------------------------------
+
+@pytest.mark.parametrize("text", ['capabilities = "aws"', "capabilities = [1]", 'capabilities = [""]',
+                                  'workspaces = ["~/src", 2]', "env_names = {a = 1}"])
+def test_a_restriction_field_is_a_list_of_non_empty_strings(text):
+    with pytest.raises(UsageError, match=r"^r\.toml: [a-z_]+: must be a list of strings$"):
+        restrict.parse(text, "r.toml")
+    assert restrict.parse('capabilities = ["aws", "aws", "git-identity"]', "r.toml") == \
+        {"capabilities": ["aws", "git-identity"]}
+
+
+def test_an_unreadable_restriction_file_is_one_line(tmp_path):
+    with pytest.raises(UsageError, match=r"^r\.toml: not valid TOML: "):
+        restrict.parse("capabilities = [", "r.toml")
+    missing = tmp_path / "none.toml"
+    with pytest.raises(UsageError) as e:
+        restrict.load(str(missing))
+    assert e.value.message == f"{missing}: cannot read the restriction file: No such file or directory"
+    bad = tmp_path / "latin.toml"
+    bad.write_bytes(b'capabilities = ["\xe9"]\n')
+    with pytest.raises(UsageError) as e:
+        restrict.load(str(bad))
+    assert "codec can't decode" in e.value.message
+    assert restrict.from_file(None) is None and restrict.from_file("") is None
