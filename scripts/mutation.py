@@ -336,8 +336,11 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
         if n:
             say(f"mutation: {name}: {n} mutants ({plan[name]['file']}) ...")
             t1 = time.monotonic()
-            cosmic("exec", str(work / f"{name}.toml"), str(db))
-            say(f"mutation: {name}: done in {time.monotonic() - t1:.0f}s")
+            try:
+                cosmic("exec", str(work / f"{name}.toml"), str(db))
+                say(f"mutation: {name}: done in {time.monotonic() - t1:.0f}s")
+            except subprocess.CalledProcessError as exc:  # interrupted: what finished is reported
+                say(f"mutation: {name}: cosmic-ray stopped (exit {exc.returncode}) after {time.monotonic() - t1:.0f}s")
         res.append(results(db, name, args.src / plan[name]["file"], equivalent))
     ok = report(res, settings, plan, say, sample=bool(args.sample))
     say(f"mutation: {time.monotonic() - t0:.0f}s; sessions in {work}")

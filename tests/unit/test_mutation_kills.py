@@ -273,6 +273,17 @@ def test_a_root_run_strict_jail_masks_the_dirs_only_root_could_enter():
         assert pairs.index(("--tmpfs", d)) < pairs.index(("--remount-ro", d)), d
 
 
+def test_bubblewrap_is_found_by_its_fixed_paths_in_order(monkeypatch):
+    """Never through PATH (a workspace could plant one): /usr/bin/bwrap, else /bin/bwrap."""
+    from tmuxjail.sandbox import bwrap
+
+    for present, found in ((("/bin/bwrap",), "/bin/bwrap"), (("/usr/bin/bwrap", "/bin/bwrap"), "/usr/bin/bwrap"),
+                           ((), "/usr/bin/bwrap")):
+        monkeypatch.setattr(bwrap.os, "access", lambda p, mode, present=present: p in present)
+        assert bwrap.find().path == found, present
+    assert "not installed" in (bwrap.find().available() or "")
+
+
 def test_the_argv_builders_import_no_typing():
     """The launcher rebuilds the argv on every start; typing costs as much as the interpreter."""
     import subprocess
