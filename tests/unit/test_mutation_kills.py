@@ -454,3 +454,95 @@ def test_an_unreadable_restriction_file_is_one_line(tmp_path):
         restrict.load(str(bad))
     assert "codec can't decode" in e.value.message
     assert restrict.from_file(None) is None and restrict.from_file("") is None
+
+
+# -- config validation: every field refuses what it cannot mean, in one line ------------------------
+
+CONFIG_ERRORS = [
+    ("nope = 1", "unknown key 'nope'"),
+    ("x = [", "not valid TOML"),
+    ('allowed_modes = "verified"', "allowed_modes: must be a non-empty list"),
+    ("allowed_modes = []", "allowed_modes: must be a non-empty list"),
+    ('allowed_modes = ["verified", "root"]', "allowed_modes: must be a non-empty list"),
+    ('default_mode = "root"', "default_mode: must be one of"),
+    ('accept_missing_guards = "x"', "accept_missing_guards: must be a list"),
+    ("accept_missing_guards = [1]", "accept_missing_guards: must be a list"),
+    ("providers = 1", "providers: must be a table"),
+    ('[providers.nope]\nexecutable = "/x"', "providers.nope: unknown provider"),
+    ("[providers]\ncodex = 1", "providers.codex: only 'executable'"),
+    ('[providers.codex]\nexecutable = "/x"\nother = 1', "providers.codex: only 'executable'"),
+    ('[providers.codex]\nexecutable = "bin/codex"', "providers.codex.executable: must be an absolute path"),
+    ("[providers.codex]\nexecutable = 5", "providers.codex.executable: must be an absolute path"),
+    ("limits = 1", "limits: must be a table"),
+    ("[limits]\nbogus = 1", "limits.bogus: unknown"),
+    ('[limits]\nnproc = "64"', "limits.nproc: must be a whole number of at least 16"),
+    ("[limits]\nnproc = true", "limits.nproc: must be a whole number"),
+    ("[limits]\nnproc = 15", "limits.nproc: must be a whole number of at least 16"),
+    ('[limits]\ntmp = "16Q"', "limits.tmp: must be a whole number"),
+    ('[limits]\ntmp = "M"', "limits.tmp: must be a whole number"),
+    ('[limits]\ntmp = "1.5G"', "limits.tmp: must be a whole number"),
+    ("[limits]\nhome = 1048575", "limits.home: must be a whole number of at least 1048576 bytes"),
+    ("network = 1", "network: must be a table"),
+    ('[network]\nwide = "host"', "network: must be a table"),
+    ('[network]\nisolated = "wide"', "network.isolated: network must be host, proxy or none"),
+    ("[network]\nresolve = 1", "network.resolve: must be a table"),
+    ('[network.resolve]\n"a.test" = { address = "127.0.0.1", test_upstream = "yes" }', "network.resolve.a.test: must be"),
+    ('[network.resolve]\n"a.test" = { address = "127.0.0.1", extra = 1 }', "network.resolve.a.test: must be"),
+    ('[network.resolve]\n"1.2.3.4" = "127.0.0.1"', "network.resolve.1.2.3.4:"),
+    ('[network.resolve]\n"a.test" = "nope"', "network.resolve.a.test:"),
+    ("[network]\nallow_domains = 1", "network.allow_domains: must be a table"),
+    ('[network.allow_domains]\nroot = ["*"]', "network.allow_domains: must be a table"),
+    ('[network.allow_domains]\nisolated = "*"', "network.allow_domains.isolated: must be a list"),
+    ('[network.allow_domains]\nisolated = ["127.0.0.1"]', "network.allow_domains.isolated:"),
+]
+
+
+@pytest.mark.parametrize("text,needle", CONFIG_ERRORS)
+def test_a_bad_config_field_is_one_line_naming_it(text, needle):
+    with pytest.raises(ConfigError) as e:
+        config.parse(text + "\n", "c.toml")
+    assert e.value.message.startswith("c.toml: ") and needle in e.value.message, e.value.message
+    assert "\n" not in e.value.message
+
+
+def test_config_values_as_read():
+    c = config.parse('[limits]\ntmp = "16M"\nrun = "2g"\nhome = 1048576\nnproc = 16\n'
+                     '[providers.codex]\nexecutable = "~/bin/codex"\n'
+                     '[network.resolve]\n"b.test" = "203.0.113.7"\n"a.test" = { address = "127.0.0.1", test_upstream = true }\n'
+                     '[network.allow_domains]\nverified = ["pypi.org", "*.example.com"]\n', "c.toml")
+    assert c.limits == {"tmp_bytes": 16 << 20, "run_bytes": 2 << 30, "home_bytes": 1 << 20, "nproc": 16}
+    assert c.executables == {"codex": "~/bin/codex"}
+    assert c.resolve == (("a.test", "127.0.0.1", True), ("b.test", "203.0.113.7", False))
+    assert c.allow_domains == {"compatibility": ("*",), "isolated": ("*",), "verified": ("pypi.org", "*.example.com")}
+    assert c.network == config.DEFAULT_NETWORK and c.env_network is None and c.source == "c.toml"
+    assert config.parse("", "c.toml").allowed_modes == ("compatibility", "isolated", "verified")
+
+
+def test_the_environment_only_narrows_the_config():
+    c = config.parse('allowed_modes = ["isolated", "verified"]\n', "c", "verified, compatibility ,", "proxy")
+    assert c.allowed_modes == ("verified",) and c.env_network == "proxy"
+    assert c.network == {"compatibility": "proxy", "isolated": "proxy", "verified": "proxy"}
+    assert config.parse("", "c", None, "none").network == dict.fromkeys(config.MODES, "none")
+    assert config.parse('[network]\ncompatibility = "none"\n', "c", None, "host").network["compatibility"] == "none"
+    with pytest.raises(ConfigError, match="TMUXJAIL_ALLOWED_MODES: must be"):
+        config.parse("", "c", "root")
+    with pytest.raises(ConfigError, match="leaves no allowed mode"):
+        config.parse('allowed_modes = ["verified"]\n', "c", "isolated")
+    with pytest.raises(ConfigError, match="TMUXJAIL_NETWORK"):
+        config.parse("", "c", None, "wide")
+    assert config.narrower("proxy", "host") == "proxy" and config.narrower("host", "none") == "none"
+    assert config.narrower("proxy", "proxy") == "proxy"
+
+
+def test_config_load_reads_the_file_or_the_defaults(tmp_path, monkeypatch):
+    for k in ("TMUXJAIL_ALLOWED_MODES", "TMUXJAIL_NETWORK"):
+        monkeypatch.delenv(k, raising=False)
+    assert config.load(tmp_path / "none.toml").source == "(defaults)"
+    (tmp_path / "bad.toml").write_bytes(b'default_mode = "\xe9"\n')
+    for path in (tmp_path / "bad.toml", tmp_path):
+        with pytest.raises(ConfigError, match="cannot read the config"):
+            config.load(path)
+    monkeypatch.setenv("TMUXJAIL_NETWORK", "none")
+    (tmp_path / "ok.toml").write_text('default_mode = "isolated"\n')
+    c = config.load(tmp_path / "ok.toml")
+    assert c.default_mode == "isolated" and c.source == str(tmp_path / "ok.toml") and c.network["compatibility"] == "none"
