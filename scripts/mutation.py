@@ -142,10 +142,16 @@ def session(scratch: mutate.Scratch, src: Path, name: str, mod: dict, settings: 
     return db
 
 
-def forget_survivors(db: Path) -> int:
-    """--again: the survivors become pending, to be run against the tests as they are now."""
+def forget_survivors(db: Path, target: Path) -> int:
+    """--again: the survivors become pending, to be run against the tests as they are now (but
+    not those inside annotations: they survive whatever the tests)."""
+    spans = annotations(target)
     with sqlite3.connect(db) as con:
-        return con.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+        rows = con.execute("SELECT r.job_id, m.start_pos_row, m.start_pos_col FROM work_results r "
+                           "JOIN mutation_specs m ON m.job_id = r.job_id WHERE r.test_outcome = 'SURVIVED'").fetchall()
+        again = [(job,) for job, row, col in rows if not any(a <= (row, col) < b for a, b in spans)]
+        con.executemany("DELETE FROM work_results WHERE job_id = ?", again)
+    return len(again)
 
 
 def pending(db: Path) -> list[str]:
@@ -318,7 +324,8 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
             continue
         sessions[name] = session(scratch, args.src, name, plan[name], settings, work)
         if args.again:
-            say(f"mutation: {name}: {forget_survivors(sessions[name])} survivors to run again")
+            target = scratch.site / mutate.installed_path(plan[name]["file"], scratch.mapping)
+            say(f"mutation: {name}: {forget_survivors(sessions[name], target)} survivors to run again")
     if args.list:
         for name, db in sessions.items():
             say(f"{name:12} {len(pending(db)):5} mutants")

@@ -546,3 +546,50 @@ def test_config_load_reads_the_file_or_the_defaults(tmp_path, monkeypatch):
     (tmp_path / "ok.toml").write_text('default_mode = "isolated"\n')
     c = config.load(tmp_path / "ok.toml")
     assert c.default_mode == "isolated" and c.source == str(tmp_path / "ok.toml") and c.network["compatibility"] == "none"
+
+
+# -- approvals: find and describe -----------------------------------------------------------------
+
+def test_find_takes_the_newest_covering_approval():
+    from tmuxjail import approvals
+
+    prof = profiles.load("codex")
+    ident = {"path": "/x", "sha256": "sha256:" + "a" * 64, "version": "1", "extra": []}
+    key = approvals.identity_key(ident)
+    rec = lambda i, caps: {"id": i, "provider": "codex", "profile_hash": prof.hash, "executable": key,  # noqa: E731
+                           "capabilities": list(caps)}
+    old, narrow, new = rec("old", ["codex.cli", "aws"]), rec("narrow", ["codex.cli"]), rec("new", ["codex.cli", "aws"])
+    assert approvals.find([old, narrow, new], "codex", prof.hash, ident, ["aws"])["id"] == "new"
+    assert approvals.find([old, narrow], "codex", prof.hash, ident, ["aws"])["id"] == "old"
+    assert approvals.find([narrow], "codex", prof.hash, ident, ["aws"]) is None
+    assert approvals.find([], "codex", prof.hash, ident, []) is None
+
+
+def test_describe_says_exactly_what_an_approval_grants():
+    from tmuxjail import approvals
+
+    prof = profiles.load("codex")
+    ident = {"path": "/x", "sha256": "s", "version": "1", "extra": [("/i", "d")]}
+    assert approvals.describe(prof, ident, ("domain:pypi.org", "aws", "git-identity"), details=True)[1:] == [
+        "  - Reach pypi.org through the proxy   [added domain]",
+        "  - Access the configured AWS account",
+        "      ro dir ~/.aws (if present)",
+        "      env: AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN",
+        "      network: *.amazonaws.com",
+        "  - Use Git identity",
+        "      ro file ~/.gitconfig (if present)",
+        "      ro dir ~/.config/git (if present)",
+        "      env: GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL",
+        "  executable: /x",
+        "    version 1, s",
+        "    runs with /i d",
+    ]
+    assert approvals.describe(prof, ident, ("aws",), details=False)[1:3] == [
+        "  - Access the configured AWS account", "  executable: /x"]
+    from tmuxjail.registry import PROVIDERS
+
+    for provider in PROVIDERS:
+        p = profiles.load(provider)
+        for cid in (*p.baseline, *p.optional):
+            line = approvals.describe(p, ident, (cid,), details=False)[1]
+            assert line.endswith("[unverified]") == bool(p.capabilities[cid].unverified), (provider, cid)
