@@ -56,3 +56,25 @@ def test_audit_lists_a_worktree_config_planted_from_inside(world):
     found = [(f["kind"], f["detail"]) for f in audit(env)["findings"]
              if f["path"].endswith("nested/.git/config.worktree")]
     assert ("git-config", "core.fsmonitor = touch /tmp/tj-worktree-config") in found, found
+
+
+def test_a_proxied_jail_gets_its_proxy_and_nothing_else(world):
+    """--network proxy: the launcher starts the session's proxy and points the jail at it. Asked
+    for a name outside the allowlist, the proxy answers 403; no proxy at all would leave the
+    jail's port dead (and, on a jail given the host's network, no allowlist at all)."""
+    env = world
+    jail = Jail(env, "isolated", extra=("--network", "proxy", "--allow-domain", "allowed.test"))
+    out = jail.sh(r"""
+        python3 - <<'PY'
+import os, socket
+url = os.environ.get("HTTPS_PROXY", "")
+print("PROXY" if url.startswith("http://127.0.0.1:") else "NOPROXY")
+try:
+    s = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=10)
+    s.sendall(b"CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n")
+    print(s.recv(64).split(b"\r\n")[0].decode())
+except Exception as exc:
+    print("ERROR", type(exc).__name__)
+PY
+    """, timeout=30)
+    assert out.splitlines()[:2] == ["PROXY", "HTTP/1.1 403 Forbidden"], out
