@@ -593,3 +593,78 @@ def test_describe_says_exactly_what_an_approval_grants():
         for cid in (*p.baseline, *p.optional):
             line = approvals.describe(p, ident, (cid,), details=False)[1]
             assert line.endswith("[unverified]") == bool(p.capabilities[cid].unverified), (provider, cid)
+
+
+# -- identity: which program runs, behind what, from which install ----------------------------------
+
+def _exe(path, text="#!/bin/sh\n", mode=0o755):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_which_takes_the_first_runnable_regular_file(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    _exe(a / "tool", mode=0o644)  # not executable
+    (b / "tool").mkdir(parents=True)  # a directory
+    os.mkfifo(tmp_path / "fifo")
+    _exe(c / "tool")
+    path = os.pathsep.join(["rel", str(a), str(b), str(c)])
+    assert identity.which("tool", path) == str(c / "tool")
+    assert identity.which("nope", path) is None
+    assert identity.find(("nope", "tool"), path, None, "x") == c / "tool"
+    with pytest.raises(UsageError, match="no executable named nope or nah found on PATH"):
+        identity.find(("nope", "nah"), path, None, "x")
+    assert identity.find(("nope",), "", str(c / "tool"), "x") == c / "tool"
+    for bad in (a / "tool", b / "tool", tmp_path / "fifo", tmp_path / "missing"):
+        with pytest.raises(UsageError, match="is not an executable file"):
+            identity.find(("tool",), path, str(bad), "x")
+
+
+def test_a_shebang_is_read_from_a_regular_file_only(tmp_path):
+    assert identity._shebang(_exe(tmp_path / "s", "#!/usr/bin/env  node --flag\nrest\n")) == ["/usr/bin/env", "node", "--flag"]
+    assert identity._shebang(_exe(tmp_path / "b", "\x7fELF...")) == []
+    assert identity._shebang(tmp_path / "missing") == []
+    os.mkfifo(tmp_path / "fifo")
+    assert identity._shebang(tmp_path / "fifo") == []  # and it did not wait for a writer
+    (tmp_path / "d").mkdir()
+    assert identity._shebang(tmp_path / "d") == []
+
+
+def test_locate_follows_the_shebang_and_finds_the_install_root(tmp_path, monkeypatch):
+    from tmuxjail.adapters import get as adapter
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    interp = _exe(tmp_path / "bin" / "mynode")
+    prefix = tmp_path / "opt" / "lib" / "node_modules"
+    pkg = prefix / "@scope" / "tool"
+    (pkg / "package.json").parent.mkdir(parents=True)
+    (pkg / "package.json").write_text('{"version": "1.2.3"}')
+    script = _exe(pkg / "dist" / "cli.js", "#!/usr/bin/env mynode\n")
+    at = identity.locate(adapter("pi"), script, str(interp.parent))
+    assert at.real == script and at.interpreter == interp and at.version == "1.2.3"
+    assert at.argv == [str(interp), str(script)] and at.install_roots == (str(prefix), str(interp))
+    with pytest.raises(UsageError, match="its interpreter 'nonode' cannot be found"):
+        identity.locate(adapter("pi"), _exe(pkg / "dist" / "other.js", "#!/usr/bin/env nonode\n"), str(interp.parent))
+    # A native binary with a package.json beside it (no node_modules): the package is the root.
+    native = _exe(tmp_path / "srv" / "tool" / "bin" / "tool", "\x7fELF")
+    (tmp_path / "srv" / "tool" / "package.json").write_text('{"version": "9"}')
+    at = identity.locate(adapter("pi"), native, "")
+    assert at.install_roots == (str(tmp_path / "srv" / "tool"),) and at.argv == [str(native)] and at.version == "9"
+    # codex-package.json marks bin/<triple>/ two levels below the package.
+    deep = _exe(tmp_path / "cx" / "vendor" / "x86" / "codex" / "codex", "\x7fELF")
+    (deep.parent / "codex-package.json").write_text('{"version": "0.1"}')
+    assert identity.locate(adapter("pi"), deep, "").install_roots == (str(tmp_path / "cx" / "vendor"),)
+    # Nothing found: the file itself, or its directory for CLIs installed as a directory.
+    lone = _exe(tmp_path / "lone" / "tool", "\x7fELF")
+    assert identity.locate(adapter("pi"), lone, "").install_roots == (str(lone),)
+    assert identity.locate(adapter("cursor"), lone, "").install_roots == (str(lone.parent),)
+    # A package.json in the home (or above it) never makes the home the root; a broken one is skipped.
+    (home / "package.json").write_text('{"version": "1"}')
+    mine = _exe(home / ".local" / "bin" / "tool", "\x7fELF")
+    assert identity.locate(adapter("pi"), mine, "").install_roots == (str(mine),)
+    (tmp_path / "lone" / "package.json").write_text("{not json")
+    assert identity.locate(adapter("pi"), lone, "").version == "unknown"
