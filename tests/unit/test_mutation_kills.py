@@ -668,3 +668,28 @@ def test_locate_follows_the_shebang_and_finds_the_install_root(tmp_path, monkeyp
     assert identity.locate(adapter("pi"), mine, "").install_roots == (str(mine),)
     (tmp_path / "lone" / "package.json").write_text("{not json")
     assert identity.locate(adapter("pi"), lone, "").version == "unknown"
+
+
+# -- audit's text and the policy cache's round trip -----------------------------------------------
+
+def test_audit_text_escapes_exactly_what_a_terminal_would_act_on():
+    from tmuxjail import audit
+
+    raw = b"a\\b\x00\x1f \x7e\x7f\xc2\x9f\xc2\xa0\x80\xff".decode("utf-8", "surrogateescape")
+    assert audit.clean(raw) == "a\\\\b\\x00\\x1f ~\\x7f\\x9f\u00a0\\x80\\xff"
+    assert audit.clean("x\u202ey\u2028z\U000e0001é") == "x\\u202ey\\u2028z\\U000e0001é"
+
+
+def test_the_policy_cache_returns_what_it_stored_and_only_to_its_key(tmp_path):
+    cache = policycache.PolicyCache(tmp_path)
+    k, other = hashlib.sha256(b"a").hexdigest(), hashlib.sha256(b"b").hexdigest()
+    entry = {"policy": {"mode": "isolated"}, "fingerprint": "sha256:x"}
+    assert cache.get(k) is None and cache.put(k, entry) is True
+    assert cache.get(k) == {**entry, "key": k}
+    d = tmp_path / policycache.DIR
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    for f in d.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+    os.replace(d / f"{k}.json", d / f"{other}.json")  # a valid entry renamed to another key
+    assert cache.get(other) is None and cache.get(k) is None
+    assert cache.get("A" * 64) is None and cache.put("../x", entry) is False
