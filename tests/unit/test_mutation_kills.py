@@ -284,14 +284,25 @@ def test_bubblewrap_is_found_by_its_fixed_paths_in_order(monkeypatch):
     assert "not installed" in (bwrap.find().available() or "")
 
 
-def test_the_argv_builders_import_no_typing():
-    """The launcher rebuilds the argv on every start; typing costs as much as the interpreter."""
+LEAN = {  # module -> what it must not load: the launcher and the warm start import them on every start
+    "sandbox.bwrap": "typing", "sandbox.seccomp": "typing", "sandbox.pids": "typing", "sandbox.landlock": "typing",
+    "launch": "typing", "netcheck": "typing", "netpolicy": "typing", "policycache": "typing",
+    "approvals": "pydantic", "warm": "pydantic", "identity": "pydantic", "config": "pydantic",
+    "restrict": "pydantic", "netlog": "pydantic", "audit": "pydantic",
+}
+
+
+def test_the_start_paths_modules_stay_lean():
+    """Annotation-only imports stay behind TYPE_CHECKING: typing costs the launcher as much as
+    the interpreter's start, pydantic the warm start ten times that."""
     import subprocess
     import sys
 
-    code = "import sys; from tmuxjail.sandbox import bwrap, seccomp, landlock, pids; print('typing' in sys.modules)"
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False"
+    # Each module in a fresh interpreter: one that loads typing would hide the next one's import.
+    for name, heavy in LEAN.items():
+        code = f"import sys; import tmuxjail.{name}; print({heavy!r} in sys.modules)"
+        out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == "False", (name, heavy)
 
 
 # -- survivors of the mutation run: netlog --------------------------------------------------------
@@ -549,6 +560,20 @@ def test_config_load_reads_the_file_or_the_defaults(tmp_path, monkeypatch):
 
 
 # -- approvals: find and describe -----------------------------------------------------------------
+
+def test_missing_names_what_the_closest_approval_lacks():
+    """Of several approvals of the same executable, the one sharing most of the request is the
+    one whose gaps are named (not the one with most capabilities overall)."""
+    from tmuxjail import approvals
+
+    prof = profiles.load("codex")
+    ident = {"path": "/x", "sha256": "sha256:" + "a" * 64, "version": "1", "extra": []}
+    rec = lambda caps: {"provider": "codex", "profile_hash": prof.hash, "executable": approvals.identity_key(ident),  # noqa: E731
+                        "capabilities": list(caps)}
+    near, big = rec(["codex.cli", "aws"]), rec(["github", "github-cli", "npm-cache", "pip-cache"])
+    assert approvals.missing([near, big], prof, ident, ("codex.cli", "aws", "gcloud")) == [
+        "capability not approved: Access the configured Google Cloud account (gcloud)"]
+
 
 def test_find_takes_the_newest_covering_approval():
     from tmuxjail import approvals
