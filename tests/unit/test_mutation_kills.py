@@ -718,3 +718,59 @@ def test_the_policy_cache_returns_what_it_stored_and_only_to_its_key(tmp_path):
     os.replace(d / f"{k}.json", d / f"{other}.json")  # a valid entry renamed to another key
     assert cache.get(other) is None and cache.get(k) is None
     assert cache.get("A" * 64) is None and cache.put("../x", entry) is False
+
+
+# -- the proxy's request head and a failed upstream ------------------------------------------------
+
+def test_a_head_of_exactly_max_head_bytes_is_read(no_dns):
+    """The bound is MAX_HEAD bytes of head: that many pass, one more is a 431 (the head arrives in
+    two parts, the size is checked between them)."""
+    import threading
+    import time
+
+    for extra, ok in ((0, True), (1, False)):
+        a, b = socket.socketpair()
+        start = b"CONNECT a.test:443 HTTP/1.1\r\nX: "
+        head = start + b"y" * (netproxy.MAX_HEAD + extra - len(start))
+
+        def send(b=b, head=head):
+            b.sendall(head)
+            time.sleep(1.0)
+            try:
+                b.sendall(b"\r\n\r\nearly")
+            except OSError:
+                pass
+        t = threading.Thread(target=send, daemon=True)
+        t.start()
+        a.settimeout(30)
+        try:
+            if ok:
+                got, early = netproxy.read_head(a)
+                assert got == head and b"early".startswith(early)
+            else:
+                with pytest.raises(netproxy.BadRequest) as e:
+                    netproxy.read_head(a)
+                assert e.value.status == 431
+        finally:
+            t.join()
+            a.close()
+            b.close()
+
+
+def test_an_upstream_that_refuses_is_a_502_and_logged(tmp_path, no_dns):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    log = tmp_path / "net.jsonl"
+    p = proxy(resolve=(("up.test", "127.0.0.1", True),), log=str(log))
+    a, b = socket.socketpair()
+    b.sendall(f"CONNECT up.test:{port} HTTP/1.1\r\nHost: up.test\r\n\r\n".encode())
+    p.handle(a)
+    a.close()
+    b.settimeout(10)
+    reply = b.recv(4096)
+    b.close()
+    assert reply.startswith(b"HTTP/1.1 502 Bad Gateway\r\n") and b"cannot connect to 127.0.0.1" in reply, reply
+    row = json.loads(log.read_text())
+    assert (row["host"], row["port"], row["address"], row["decision"]) == ("up.test", port, "127.0.0.1", "failed")
