@@ -72,3 +72,46 @@ def test_a_cli_swapped_while_its_policy_resolves_is_not_remembered(tmp_path, mon
     got = w.warm(BASE)
     same(got, w.full(BASE))
     assert got.fingerprint != first.fingerprint
+
+
+def test_the_status_file_is_made_afresh_for_each_launch(jail_env, tmp_path):
+    """bubblewrap's exit status goes to the spec's status file, created or truncated: a stale
+    longer one must not leave its tail behind (the session's end would read another jail's)."""
+    import json
+
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    status = tmp_path / "spec.status"
+    for stale in (None, '{"exit-code": 99}\n' + "x" * 4096):
+        if stale is None:
+            status.unlink(missing_ok=True)
+        else:
+            status.write_text(stale)
+        proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+        assert proc.returncode == 0 and "RAN" in proc.stdout, proc.stderr
+        rows = [json.loads(line) for line in status.read_text().splitlines()]
+        assert rows and rows[-1].get("exit-code") == 0 and all("exit-code" in r or "child-pid" in r for r in rows), rows
+
+
+def test_a_root_run_jail_is_held_by_its_own_pids_group(jail_env, tmp_path):
+    """uid 0 ignores RLIMIT_NPROC: the launcher of a root-run jail joins a pids cgroup of its own
+    whose pids.max is the policy's nproc (the fork bomb itself: tests/adversarial/test_kernel.py)."""
+    import os
+    from pathlib import Path
+
+    from tmuxjail.sandbox import pids
+
+    if os.getuid() != 0:
+        pytest.skip("only a root-run launcher joins a pids cgroup (a user's jail has RLIMIT_NPROC)")
+    found = pids.hierarchy()
+    if found is None:
+        pytest.skip("no pids cgroup controller on this host")
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 0 and "RAN" in proc.stdout, proc.stderr
+    sid = "".join(c for c in spec["session_id"] if c.isalnum() or c in "-_")[:64]
+    groups = list(Path(found[0], pids.GROUP).glob(f"{sid}-*"))  # the session's own pane, and this launch
+    assert groups, "no pids group of this session"
+    for g in groups:
+        assert (g / "pids.max").read_text().strip() == str(spec["policy"]["limits"]["nproc"])

@@ -400,6 +400,8 @@ def test_joining_sets_the_limit_and_moves_this_process(cgroups):
     assert (v2 / "tmuxjail" / "cgroup.subtree_control").read_text() == "+pids"
     assert (v2 / "tmuxjail" / "s1" / "pids.max").read_text() == "77"
     assert (v2 / "tmuxjail" / "s1" / "cgroup.procs").read_text() == str(os.getpid())
+    assert pids.join(78, "s1") == path  # the same name again (a relaunch): the group is reused
+    assert (v2 / "tmuxjail" / "s1" / "pids.max").read_text() == "78"
     (v2 / "cgroup.controllers").unlink()
     v1.mkdir()
     (v1 / "cgroup.procs").write_text("")
