@@ -776,3 +776,74 @@ def test_an_upstream_that_refuses_is_a_502_and_logged(tmp_path, no_dns):
     assert reply.startswith(b"HTTP/1.1 502 Bad Gateway\r\n") and b"cannot connect to 127.0.0.1" in reply, reply
     row = json.loads(log.read_text())
     assert (row["host"], row["port"], row["address"], row["decision"]) == ("up.test", port, "127.0.0.1", "failed")
+
+
+# -- gitconfig: the reader agrees with git itself ------------------------------------------------
+
+GIT_OK = [
+    '[core]\n\tfsmonitor = "touch x"\n\tbare\n[alias]\n\tst = !sh -c id # comment\n',
+    '[remote "Origin"]\n\turl = a\\\n b\n\tpushurl = c\\\r\nd\n',
+    "[section.Sub]\n\tkey = v ; comment\n",
+    '[a "b\\"c\\\\d"]\n\tk = "quoted # not; a comment"  \n',
+    "[x]\n\tk = v\\tw\\n\\b\\\\\\\"\n",
+    "[X]\n\tK=  spaced value   \n\tL = \n",
+    "; comment\n# c\n\n[y]\nk\nm = 1\n[y]\n  n=\"a\"b\" c\"\n",
+    "[z]\r\n\tk = v\r\n",
+    '[s "sub"] k = v\n',
+    "[s]\n\tk-1 = x\t\n",
+]
+GIT_BAD = {  # sample -> the lines reported unparsed
+    "[bad\n": [1], '[a "b]\n': [1], '[s]\n\tk = "unterminated\n': [2], "[s]\n\tk = \\q\n": [2],
+    "[s]\n\t1k = v\n": [2], "[s]\n\tk v\n": [2], "[]\n": [1], "[s]\n\té = v\n": [2], '[s "x\n"]\n': [1, 2],
+}
+STRICTER = {"k = v\n": [1], '[a.b "c"]\n': [1]}  # git takes these; the reader reports them for a human
+
+
+def _git_list(tmp_path, text: str):
+    import subprocess
+
+    f = tmp_path / "config"
+    f.write_bytes(text.encode())
+    env = {"HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin", "LANG": "C"}
+    proc = subprocess.run(["git", "config", "--file", str(f), "--no-includes", "--list", "-z"],
+                          capture_output=True, env=env)
+    if proc.returncode:
+        return None
+    out = []
+    for item in proc.stdout.decode().split("\0")[:-1]:
+        key, nl, value = item.partition("\n")
+        out.append((key, value if nl else None))
+    return out
+
+
+@pytest.mark.parametrize("text", GIT_OK)
+def test_the_config_reader_reads_what_git_reads(tmp_path, text):
+    from tmuxjail import gitconfig
+
+    git = _git_list(tmp_path, text)
+    assert git is not None, "git itself must accept this sample"
+    assert gitconfig.parse(text) == (git, [])
+
+
+@pytest.mark.parametrize("text", [*GIT_BAD, *STRICTER])
+def test_what_git_refuses_is_reported_unparsed(tmp_path, text):
+    from tmuxjail import gitconfig
+
+    assert (_git_list(tmp_path, text) is None) is (text in GIT_BAD), "git itself must refuse this sample"
+    assert gitconfig.parse(text) == ([], {**GIT_BAD, **STRICTER}[text])
+
+
+@pytest.mark.parametrize("key,value,runs", [
+    ("core.fsmonitor", "x", True), ("core.hookspath", None, True), ("core.pager", "less", True),
+    ("core.bare", "true", False), ("include.path", "../x", True), ("includeif.gitdir:/a.path", "x", True),
+    ("credential.helper", "store", True), ("credential.https://h.helper", "x", True),
+    ("filter.lfs.smudge", "x", True), ("filter.lfs.required", "true", False), ("diff.x.textconv", "od", True),
+    ("remote.o.uploadpack", "x", True), ("remote.o.url", "x", False), ("alias.st", "!id", True),
+    ("alias.st", "status", False), ("alias.st", None, False), ("submodule.s.update", " !id", True),
+    ("submodule.s.update", "checkout", False), ("pager.log", "less", True), ("pager.log", "True", False),
+    ("pager.log", None, False), ("pager.log", "", False), ("user.name", "!x", False), ("CORE.FSMONITOR", "x", True),
+])
+def test_which_keys_make_git_run_something(key, value, runs):
+    from tmuxjail import gitconfig
+
+    assert gitconfig.runs(key, value) is runs
