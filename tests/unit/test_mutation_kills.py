@@ -847,3 +847,84 @@ def test_which_keys_make_git_run_something(key, value, runs):
     from tmuxjail import gitconfig
 
     assert gitconfig.runs(key, value) is runs
+
+
+# -- scan: everything the host will later run or trust, and nothing else ---------------------------
+
+def _plant(ws):
+    """What tests/adversarial/test_audit.py plants from a jail, made here directly."""
+    def w(rel, text="", mode=0o644):
+        p = ws / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        p.chmod(mode)
+    w("nested/.git/HEAD", "ref: refs/heads/main\n")
+    (ws / "nested/.git/objects").mkdir()
+    w("nested/.git/config", '[core]\n\tfsmonitor = "touch x"\n\tbare = false\n[alias]\n\tst = !id\n\tco = checkout\n[x\n')
+    w("nested/.git/hooks/post-checkout", "#!/bin/sh\n", 0o755)
+    w("nested/.git/hooks/pre-commit.sample", "#!/bin/sh\n", 0o755)
+    w("nested/.git/hooks/not-executable", "#!/bin/sh\n")
+    os.symlink("/bin/true", ws / "nested/.git/hooks/pre-push")
+    w("shared/HEAD", "ref: refs/heads/main\n")
+    w("shared/commondir", "../nested/.git\n")
+    w("wtree/.git", "gitdir: /elsewhere/.git\n")
+    w("emptygit/.git", "")
+    for rel in (".gitmodules", ".envrc", ".env", ".nvim.lua", ".exrc", ".vscode/tasks.json", ".vscode/notes.txt",
+                ".idea/runConfigurations/run.xml", ".idea/other/x.xml", ".run/a.run.xml", "sub/.zed/tasks.json"):
+        w(rel, "x")
+    w("suid", "", 0o755)
+    os.chmod(ws / "suid", 0o4755)
+    w("sgid", "", 0o755)
+    os.chmod(ws / "sgid", 0o2755)
+    w("hard-a", "data")
+    os.link(ws / "hard-a", ws / "hard-b")
+    os.symlink("/etc/passwd", ws / "link-out")
+    os.symlink("hard-a", ws / "link-in")
+    os.symlink("/etc", ws / ".vimrc")  # a trusted name as a link out
+    os.mkfifo(ws / ".dir-locals.el")  # a FIFO under a trusted name: reported, never read
+    w("node_modules/evil/.envrc", "x")  # skipped, and said so
+    w("plain/file.txt", "x")
+
+
+def test_scan_finds_each_kind_and_nothing_else(tmp_path):
+    ws = tmp_path / "ws"
+    _plant(ws)
+    s = scan.scan([str(ws)])
+    found = sorted((os.path.relpath(f["path"], ws), f["kind"]) for f in s.findings)
+    assert found == sorted([
+        ("nested/.git", "git-repo"), ("nested/.git/config", "git-config"), ("nested/.git/config", "git-config"),
+        ("nested/.git/config", "git-config"), ("nested/.git/hooks/post-checkout", "git-hook"),
+        ("nested/.git/hooks/pre-push", "git-hook"), ("nested/.git/hooks/pre-push", "symlink-out"), ("shared", "git-repo"), ("shared/commondir", "git-commondir"),
+        ("wtree/.git", "git-repo"), ("emptygit/.git", "git-repo"), (".gitmodules", "gitmodules"),
+        (".envrc", "direnv"), (".env", "direnv"), (".nvim.lua", "editor"), (".exrc", "editor"),
+        (".vscode/tasks.json", "editor"), (".idea/runConfigurations/run.xml", "editor"), (".run/a.run.xml", "editor"),
+        ("sub/.zed/tasks.json", "editor"), ("suid", "setuid"), ("sgid", "setgid"), ("hard-a", "hardlink"),
+        ("hard-b", "hardlink"), ("link-out", "symlink-out"), (".vimrc", "symlink-out"), (".vimrc", "editor"),
+        (".dir-locals.el", "editor"),
+    ]), found
+    details = {(os.path.relpath(f["path"], ws), f["detail"]) for f in s.findings}
+    assert ("nested/.git/config", "core.fsmonitor = touch x") in details
+    assert ("nested/.git/config", "alias.st = !id") in details
+    assert ("nested/.git/config", "line 7 not understood (check it by hand)") in details
+    assert ("wtree/.git", "git file: gitdir: /elsewhere/.git") in details and ("emptygit/.git", "git file: (empty)") in details
+    assert ("shared/commondir", "shares config and hooks with: ../nested/.git") in details
+    assert ("nested/.git/hooks/pre-push", "hook is a symlink -> /bin/true") in details
+    assert (".gitmodules", "1 characters") in details
+    assert [os.path.relpath(p, ws) for p in s.skipped] == ["node_modules"] and s.capped == []
+    assert len({f["id"] for f in s.findings}) == len(s.findings)
+
+
+def test_a_snapshot_skips_the_stat_of_plain_files_and_the_bounds_say_so(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    _plant(ws)
+    kinds = {f["kind"] for f in scan.scan([str(ws)], stat_files=False).findings}
+    assert not kinds & {"setuid", "setgid", "hardlink"} and {"direnv", "git-config", "editor"} <= kinds
+    monkeypatch.setattr(scan, "MAX_DEPTH", 2)
+    s = scan.scan([str(ws)])
+    assert any(c.startswith("depth cap: ") for c in s.capped), s.capped
+    assert not any(f["path"].endswith("nested/.git/config") for f in s.findings)  # depth 3
+    monkeypatch.setattr(scan, "MAX_DEPTH", 48)
+    assert scan.scan([str(tmp_path / "missing")]).capped == [f"{tmp_path / 'missing'}: not scanned (No such file or directory)"]
+    monkeypatch.setattr(scan, "READ_BUDGET", 0)
+    envrc = [f for f in scan.scan([str(ws)]).findings if f["kind"] == "direnv" and f["path"].endswith(".envrc")]
+    assert envrc and envrc[0]["detail"].startswith("unread:")
