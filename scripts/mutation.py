@@ -57,14 +57,15 @@ def load_equivalent(path: Path = EQUIVALENT) -> list[dict]:
         return []
     entries = tomllib.loads(path.read_text()).get("equivalent", [])
     for e in entries:
-        if set(e) - {"module", "operator", "line", "why"} or not all(e.get(k) for k in ("module", "operator", "line", "why")):
+        if set(e) - {"module", "operator", "line", "why", "function"} or not all(e.get(k) for k in ("module", "operator", "line", "why")):
             raise SystemExit(f"mutation: {path}: each entry has module, operator, line and why: {e}")
     return entries
 
 
-def is_equivalent(entries: list[dict], module: str, operator: str, line: str) -> str | None:
+def is_equivalent(entries: list[dict], module: str, operator: str, line: str, function: str | None) -> str | None:
     for e in entries:
-        if e["module"] == module and e["operator"] == operator and e["line"].strip() == line.strip():
+        if e["module"] == module and e["operator"] == operator and e["line"].strip() == line.strip() \
+                and e.get("function", function) == function:
             return str(e["why"])
     return None
 
@@ -192,7 +193,7 @@ def results(db: Path, name: str, src_file: Path, equivalent: list[dict]) -> dict
             if r.worker_outcome == WorkerOutcome.SKIPPED and not in_annotation:
                 out["skipped"] += 1
                 continue
-            why = ANNOTATION if in_annotation else is_equivalent(equivalent, name, m.operator_name, text)
+            why = ANNOTATION if in_annotation else is_equivalent(equivalent, name, m.operator_name, text, m.definition_name)
             if why:
                 out["equivalent"].append({**where, "why": why})
             elif r.test_outcome == TestOutcome.SURVIVED:

@@ -928,3 +928,72 @@ def test_a_snapshot_skips_the_stat_of_plain_files_and_the_bounds_say_so(tmp_path
     monkeypatch.setattr(scan, "READ_BUDGET", 0)
     envrc = [f for f in scan.scan([str(ws)]).findings if f["kind"] == "direnv" and f["path"].endswith(".envrc")]
     assert envrc and envrc[0]["detail"].startswith("unread:")
+
+
+def test_the_proxys_own_addresses_are_exactly_this_hosts(no_dns):
+    """Every local IPv4 address (the kernel's /32 host LOCAL routes), and no network or broadcast
+    address of a prefix: those are not this host, and the check would refuse public ones."""
+    import ipaddress
+    import subprocess
+
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
+    if not out:
+        pytest.skip("ip(8) is not available here")
+    mine = {ipaddress.ip_address(line.split()[3].split("/")[0]) for line in out.splitlines()}
+    assert {a for a in netproxy.own_addresses() if a.version == 4} == mine
+
+
+@pytest.mark.parametrize("port,rule", [(0, "port"), (65536, "port"), (99999, "port"), (1, "no-address"),
+                                       (65535, "no-address")])
+def test_the_port_is_checked_before_any_lookup(no_dns, port, rule):
+    with pytest.raises(netproxy.Refused) as e:
+        proxy().decide("pub.example.net", port)
+    assert e.value.rule == rule and no_dns == ([] if rule == "port" else ["pub.example.net"])
+
+
+@pytest.mark.parametrize("head", [
+    b"CONNECT a.test:443 HTTP/1.1\r\nX: \x7f", b"CONNECT a.test HTTP/1.1", b"CONNECT :443 HTTP/1.1",
+    b"CONNECT a.test:123456 HTTP/1.1", b"CONNECT a.test:4x3 HTTP/1.1", b"CONNECT a.test: HTTP/1.1",
+])
+def test_a_malformed_connect_is_a_400(head):
+    with pytest.raises(netproxy.BadRequest) as e:
+        netproxy.parse_connect(head)
+    assert e.value.status == 400
+    assert netproxy.parse_connect(b"CONNECT A.Test:99999 HTTP/1.0\r\nHost:\tx") == ("a.test", 99999)
+
+
+def test_a_log_that_cannot_be_written_never_stops_the_proxy(tmp_path):
+    proxy(log=str(tmp_path / "gone" / "net.jsonl")).log("a.test", 443, "", "denied", "allowlist")
+    os.symlink(tmp_path / "elsewhere", tmp_path / "link.jsonl")
+    proxy(log=str(tmp_path / "link.jsonl")).log("a.test", 443, "", "denied", "allowlist")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_full_proxy_sheds_connections_and_keeps_serving(tmp_path, no_dns):
+    """Past its connection limit the proxy closes new connections at once, and serves again as
+    soon as a slot is free: the limit never stops the accept loop."""
+    import threading
+
+    p = proxy(allow=("allowed.test",))
+    p.slots = threading.BoundedSemaphore(1)
+    p.slots.acquire()  # the one slot is taken: the proxy is full
+    path = str(tmp_path / "p.sock")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(8)
+    threading.Thread(target=p.serve, args=(listener,), daemon=True).start()
+
+    def ask():
+        c = socket.socket(socket.AF_UNIX)
+        c.settimeout(20)
+        c.connect(path)
+        try:
+            c.sendall(b"CONNECT denied.test:443 HTTP/1.1\r\n\r\n")
+            return c.recv(100)
+        except (BrokenPipeError, ConnectionResetError):
+            return b""  # closed unread
+        finally:
+            c.close()
+    assert ask() == b"" and ask() == b""  # closed without an answer, twice
+    p.slots.release()
+    assert ask().startswith(b"HTTP/1.1 403")
