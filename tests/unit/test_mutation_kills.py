@@ -997,3 +997,19 @@ def test_a_full_proxy_sheds_connections_and_keeps_serving(tmp_path, no_dns):
     assert ask() == b"" and ask() == b""  # closed without an answer, twice
     p.slots.release()
     assert ask().startswith(b"HTTP/1.1 403")
+
+
+def test_no_landlock_is_abi_zero_not_an_error(monkeypatch):
+    """A kernel (or libc) without Landlock reads as ABI 0: the start then refuses strict modes or
+    takes the operator's accept_missing_guards, instead of the launcher failing on a traceback."""
+    from tmuxjail.sandbox import landlock
+
+    for exc in (OSError(38, "ENOSYS"), AttributeError("syscall")):
+        def boom(*a, exc=exc):
+            raise exc
+        monkeypatch.setattr(landlock.libc, "syscall", boom)
+        assert landlock.abi() == 0
+    monkeypatch.setattr(landlock.libc, "syscall", lambda *a: -1)
+    assert landlock.abi() == 0
+    monkeypatch.setattr(landlock.libc, "syscall", lambda *a: 6)
+    assert landlock.abi() == 6
