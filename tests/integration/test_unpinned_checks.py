@@ -115,3 +115,4 @@ def test_a_root_run_jail_is_held_by_its_own_pids_group(jail_env, tmp_path):
     assert groups, "no pids group of this session"
     for g in groups:
         assert (g / "pids.max").read_text().strip() == str(spec["policy"]["limits"]["nproc"])
+

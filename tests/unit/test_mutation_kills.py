@@ -773,7 +773,7 @@ def test_an_upstream_that_refuses_is_a_502_and_logged(tmp_path, no_dns):
     b.settimeout(10)
     reply = b.recv(4096)
     b.close()
-    assert reply.startswith(b"HTTP/1.1 502 Bad Gateway\r\n") and b"cannot connect to 127.0.0.1" in reply, reply
+    assert reply.startswith(b"HTTP/1.1 502 Bad Gateway\r\n") and b"cannot connect to 127.0.0.1 (Connection refused)" in reply, reply
     row = json.loads(log.read_text())
     assert (row["host"], row["port"], row["address"], row["decision"]) == ("up.test", port, "127.0.0.1", "failed")
 
@@ -941,6 +941,21 @@ def test_the_proxys_own_addresses_are_exactly_this_hosts(no_dns):
         pytest.skip("ip(8) is not available here")
     mine = {ipaddress.ip_address(line.split()[3].split("/")[0]) for line in out.splitlines()}
     assert {a for a in netproxy.own_addresses() if a.version == 4} == mine
+    out6 = subprocess.run(["ip", "-6", "-o", "addr", "show"], capture_output=True, text=True).stdout
+    mine6 = {ipaddress.ip_address(line.split()[3].split("/")[0].split("%")[0]) for line in out6.splitlines()}
+    assert {a for a in netproxy.own_addresses() if a.version == 6} == mine6
+
+
+def test_a_proxy_that_cannot_read_its_own_addresses_refuses(monkeypatch, no_dns):
+    """Not knowing this host's addresses, the proxy cannot tell a name that resolves to one of
+    them: it refuses everything rather than guess."""
+    def unreadable():
+        raise OSError(13, "Permission denied")
+    monkeypatch.setattr(netproxy, "own_addresses", unreadable)
+    p = netproxy.Proxy(("*",), (("pub.test", "203.0.113.7", False),), None)
+    with pytest.raises(netproxy.Refused) as e:
+        p.decide("pub.test", 443)
+    assert e.value.rule == "self-unknown"
 
 
 @pytest.mark.parametrize("port,rule", [(0, "port"), (65536, "port"), (99999, "port"), (1, "no-address"),
