@@ -552,9 +552,11 @@ def test_config_load_reads_the_file_or_the_defaults(tmp_path, monkeypatch):
         monkeypatch.delenv(k, raising=False)
     assert config.load(tmp_path / "none.toml").source == "(defaults)"
     (tmp_path / "bad.toml").write_bytes(b'default_mode = "\xe9"\n')
-    for path in (tmp_path / "bad.toml", tmp_path):
-        with pytest.raises(ConfigError, match="cannot read the config"):
+    for path, why in ((tmp_path / "bad.toml", "codec can't decode"), (tmp_path, "cannot read the config: Is a directory")):
+        with pytest.raises(ConfigError) as e:
             config.load(path)
+        assert "cannot read the config: " in e.value.message and why in e.value.message, e.value.message
+        assert "Errno" not in e.value.message
     monkeypatch.setenv("TMUXJAIL_NETWORK", "none")
     (tmp_path / "ok.toml").write_text('default_mode = "isolated"\n')
     c = config.load(tmp_path / "ok.toml")
