@@ -71,6 +71,7 @@ def is_equivalent(entries: list[dict], module: str, operator: str, line: str, fu
 
 
 ANNOTATION = "in an annotation, which `from __future__ import annotations` leaves unevaluated"
+LEFT = "not run yet (set aside by --again)"
 
 
 def annotations(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -143,6 +144,17 @@ def session(scratch: mutate.Scratch, src: Path, name: str, mod: dict, settings: 
     return db
 
 
+def set_aside_unrun(db: Path, back: bool) -> None:
+    """--again runs the survivors only: the mutants never run are set aside (reported as left),
+    and a later run without --again takes them back."""
+    with sqlite3.connect(db) as con:
+        if back:
+            con.execute("DELETE FROM work_results WHERE output = ?", (LEFT,))
+            return
+        con.execute("INSERT INTO work_results (worker_outcome, output, job_id) SELECT 'SKIPPED', ?, job_id "
+                    "FROM work_items WHERE job_id NOT IN (SELECT job_id FROM work_results)", (LEFT,))
+
+
 def forget_survivors(db: Path, target: Path) -> int:
     """--again: the survivors become pending, to be run against the tests as they are now (but
     not those inside annotations: they survive whatever the tests)."""
@@ -182,7 +194,7 @@ def results(db: Path, name: str, src_file: Path, equivalent: list[dict]) -> dict
         for item in wdb.work_items:
             m = item.mutations[0]
             r = done.get(item.job_id)
-            if r is None:
+            if r is None or r.output == LEFT:
                 out["pending"] += 1
                 continue
             line_no = m.start_pos[0]
@@ -324,6 +336,7 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
             sessions[name] = work / f"{name}.sqlite"
             continue
         sessions[name] = session(scratch, args.src, name, plan[name], settings, work)
+        set_aside_unrun(sessions[name], back=not args.again)
         if args.again:
             target = scratch.site / mutate.installed_path(plan[name]["file"], scratch.mapping)
             say(f"mutation: {name}: {forget_survivors(sessions[name], target)} survivors to run again")
