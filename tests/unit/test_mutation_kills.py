@@ -1030,3 +1030,22 @@ def test_no_landlock_is_abi_zero_not_an_error(monkeypatch):
     assert landlock.abi() == 0
     monkeypatch.setattr(landlock.libc, "syscall", lambda *a: 6)
     assert landlock.abi() == 6
+
+
+@pytest.mark.parametrize("plain,with_arg,fits", [(84, 0, True), (81, 2, False), (85, 0, False)])
+def test_a_filter_whose_jumps_do_not_fit_a_byte_is_refused(monkeypatch, plain, with_arg, fits):
+    """Classic BPF jump offsets are 8 bits: a rule set long enough to need a jump of 256 would
+    wrap it to 0 and make the filter skip to the wrong rule. program() refuses to build it.
+    (81 plain rules and 2 with an argument: the foreign-architecture jump is exactly 256; 85
+    plain: the x32 jump is.)"""
+    from tmuxjail.sandbox import seccomp
+
+    rules = (("io_uring_setup", seccomp.EPERM, ()),) * plain + \
+        (("chmod", seccomp.EPERM, ((1, "set", seccomp.SUID_SGID),)),) * with_arg
+    monkeypatch.setattr(seccomp, "EVERY_MODE", rules)
+    monkeypatch.setattr(seccomp, "STRICT_ONLY", ())
+    if fits:
+        assert len(seccomp.program("x86_64", strict=False)) % 8 == 0
+    else:
+        with pytest.raises(AssertionError):
+            seccomp.program("x86_64", strict=False)
