@@ -205,10 +205,13 @@ def results(db: Path, name: str, src_file: Path, equivalent: list[dict]) -> dict
             if r.worker_outcome == WorkerOutcome.SKIPPED and not in_annotation:
                 out["skipped"] += 1
                 continue
-            why = ANNOTATION if in_annotation else is_equivalent(equivalent, name, m.operator_name, text, m.definition_name)
+            # A listed mutant that the tests kill anyway counts as killed: the list only excuses survivors.
+            survived = r.test_outcome == TestOutcome.SURVIVED
+            why = ANNOTATION if in_annotation else \
+                is_equivalent(equivalent, name, m.operator_name, text, m.definition_name) if survived else None
             if why:
                 out["equivalent"].append({**where, "why": why})
-            elif r.test_outcome == TestOutcome.SURVIVED:
+            elif survived:
                 out["survived"].append({**where, "diff": "\n".join(ln for ln in (r.diff or "").splitlines()
                                                                    if ln[:1] in "+-" and ln[:3] not in ("+++", "---"))})
             else:
