@@ -116,3 +116,14 @@ def test_a_root_run_jail_is_held_by_its_own_pids_group(jail_env, tmp_path):
     for g in groups:
         assert (g / "pids.max").read_text().strip() == str(spec["policy"]["limits"]["nproc"])
 
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[" * 100_000, b'"a string"'])
+def test_a_spec_that_is_no_json_object_is_refused_in_one_line(jail_env, tmp_path, body):
+    env = jail_env
+    path = tmp_path / "bad.json"
+    path.write_bytes(body)
+    path.chmod(0o600)
+    proc = _launch(env, {}, "sha256:" + "0" * 64, tmp_path, path=path)
+    assert proc.returncode == 3 and "launch spec is not" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not path.exists()  # read once, then gone
