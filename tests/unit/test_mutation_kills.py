@@ -1049,3 +1049,30 @@ def test_a_filter_whose_jumps_do_not_fit_a_byte_is_refused(monkeypatch, plain, w
     else:
         with pytest.raises(AssertionError):
             seccomp.program("x86_64", strict=False)
+
+
+def test_the_x86_64_filter_denies_every_x32_system_call():
+    """x86_64 has a second syscall table (x32, numbers with bit 30 set) that the per-number rules
+    never see: the filter denies all of it, TIOCSTI or not."""
+    from test_policy import _run_bpf
+
+    from tmuxjail.sandbox import seccomp
+
+    prog = seccomp.program("x86_64")
+    for nr in (seccomp.X32_BIT | 0, seccomp.X32_BIT | 16, seccomp.X32_BIT | 0x200):
+        assert _run_bpf(prog, nr, 0xC000003E, 0, 0x5401) == 0x00050000 | 1, hex(nr)
+
+
+@pytest.mark.parametrize("shell,want", [("", "/bin/sh"), ("bin/bash", "/bin/sh"), ("/nonexistent/sh", "/bin/sh"),
+                                        ("/usr/sbin/nologin", "/bin/sh"), ("/etc/passwd", "/bin/sh"),
+                                        ("/bin/bash", "/bin/bash")])
+def test_the_login_shell_is_an_absolute_runnable_program_or_sh(monkeypatch, shell, want):
+    import pwd
+
+    if not os.access("/bin/bash", os.X_OK):
+        pytest.skip("needs /bin/bash")
+    real = pwd.getpwuid(os.getuid())
+    fake = pwd.struct_passwd((*real[:6], shell))
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: fake)
+    assert identity.login_shell() == want
+    assert launch.login_shell() == want
