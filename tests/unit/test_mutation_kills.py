@@ -70,13 +70,14 @@ def test_special_use_names_are_refused_without_a_lookup(no_dns, host):
     assert e.value.rule == "special-use" and no_dns == []
 
 
-def test_a_full_proxy_log_takes_no_more_bytes(tmp_path, no_dns):
+@pytest.mark.parametrize("size", [netproxy.LOG_MAX, 64 << 20])
+def test_a_full_proxy_log_takes_no_more_bytes(tmp_path, no_dns, size):
     """A jail makes connection after connection to fill the disk through the proxy's log: a log
-    already past the cap (a sparse file: no disk used here) never grows, whatever happens to it
+    at or past the cap (a sparse file: no disk used here) never grows, whatever happens to it
     (left as is, or set aside for a fresh one)."""
     log = tmp_path / "net.jsonl"
     with open(log, "wb") as f:
-        f.truncate(64 << 20)
+        f.truncate(size)
     os.chmod(log, 0o600)
     inode = log.stat().st_ino
     p = proxy(log=str(log))
@@ -85,9 +86,9 @@ def test_a_full_proxy_log_takes_no_more_bytes(tmp_path, no_dns):
     for entry in tmp_path.iterdir():
         st = entry.stat()
         if st.st_ino == inode:
-            assert st.st_size == 64 << 20, "a full log grew"
+            assert st.st_size == size, "a full log grew"
         else:
-            assert st.st_size < 64 << 20
+            assert st.st_size < size
     assert sum(e.stat().st_size for e in tmp_path.iterdir() if e.stat().st_ino != inode) <= 50 * 200
 
 
@@ -977,6 +978,19 @@ def test_a_malformed_connect_is_a_400(head):
         netproxy.parse_connect(head)
     assert e.value.status == 400
     assert netproxy.parse_connect(b"CONNECT A.Test:99999 HTTP/1.0\r\nHost:\tx") == ("a.test", 99999)
+
+
+def test_a_long_host_is_logged_cut_to_253_characters(tmp_path, no_dns):
+    log = tmp_path / "net.jsonl"
+    p = proxy(log=str(log))
+    a, b = socket.socketpair()
+    host = "a" * 300
+    b.sendall(f"CONNECT {host}:443 HTTP/1.1\r\n\r\n".encode())
+    p.handle(a)
+    a.close()
+    b.close()
+    row = json.loads(log.read_text())
+    assert row["host"] == host[:253] and row["rule"] == "bad-name"
 
 
 def test_a_log_that_cannot_be_written_never_stops_the_proxy(tmp_path):
