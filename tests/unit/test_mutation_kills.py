@@ -144,6 +144,30 @@ def test_approved_host_paths_are_bound_read_only():
 
 # -- the launcher ---------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("err,dies", [(38, False), (1, False), (22, True), (12, True)])
+def test_no_own_keyring_refuses_unless_there_are_no_keyrings_at_all(monkeypatch, capsys, err, dies):
+    """ENOSYS (no keyrings) and EPERM (a filter above us denies them) leave nothing to share;
+    any other failure would leave the jail in the host's session keyring: refused."""
+    from tmuxjail.sandbox import libc
+
+    monkeypatch.setattr(libc, "syscall", lambda *a: -1)
+    monkeypatch.setattr(libc, "get_errno", lambda: err)
+    if dies:
+        with pytest.raises(SystemExit):
+            launch.own_session_keyring()
+        assert "own session keyring" in capsys.readouterr().err
+    else:
+        launch.own_session_keyring()
+
+
+@pytest.mark.parametrize("rel", ["//x", "/x/", "/./x", "/x/../y", "/x/."])
+def test_a_bind_source_that_is_not_canonical_is_refused(tmp_path, capsys, rel):
+    (tmp_path / "x").mkdir()
+    with pytest.raises(SystemExit):
+        launch.open_beneath(str(tmp_path), str(tmp_path) + rel, False)
+    assert "not a canonical path" in capsys.readouterr().err
+
+
 def test_a_link_above_an_inner_root_is_refused(tmp_path, capsys):
     """An approved path inside a workspace (an inner root) reached through a link the jail planted
     in the workspace above it: the walk starts at the outer root and refuses the link; started at
@@ -677,6 +701,8 @@ def test_locate_follows_the_shebang_and_finds_the_install_root(tmp_path, monkeyp
     at = identity.locate(adapter("pi"), script, str(interp.parent))
     assert at.real == script and at.interpreter == interp and at.version == "1.2.3"
     assert at.argv == [str(interp), str(script)] and at.install_roots == (str(prefix), str(interp))
+    bare = identity.locate(adapter("pi"), _exe(pkg / "dist" / "bare.js", "#!/usr/bin/env\n"), str(interp.parent))
+    assert bare.argv[0] == os.path.realpath("/usr/bin/env")
     with pytest.raises(UsageError, match="its interpreter 'nonode' cannot be found"):
         identity.locate(adapter("pi"), _exe(pkg / "dist" / "other.js", "#!/usr/bin/env nonode\n"), str(interp.parent))
     # A native binary with a package.json beside it (no node_modules): the package is the root.
