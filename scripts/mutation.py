@@ -155,14 +155,18 @@ def set_aside_unrun(db: Path, back: bool) -> None:
                     "FROM work_items WHERE job_id NOT IN (SELECT job_id FROM work_results)", (LEFT,))
 
 
-def forget_survivors(db: Path, target: Path) -> int:
+def forget_survivors(db: Path, target: Path, name: str, equivalent: list[dict]) -> int:
     """--again: the survivors become pending, to be run against the tests as they are now (but
-    not those inside annotations: they survive whatever the tests)."""
+    not those inside annotations, nor those listed as equivalent: they survive whatever the tests)."""
     spans = annotations(target)
+    lines = target.read_text().splitlines()
     with sqlite3.connect(db) as con:
-        rows = con.execute("SELECT r.job_id, m.start_pos_row, m.start_pos_col FROM work_results r "
-                           "JOIN mutation_specs m ON m.job_id = r.job_id WHERE r.test_outcome = 'SURVIVED'").fetchall()
-        again = [(job,) for job, row, col in rows if not any(a <= (row, col) < b for a, b in spans)]
+        rows = con.execute("SELECT r.job_id, m.start_pos_row, m.start_pos_col, m.operator_name, m.definition_name "
+                           "FROM work_results r JOIN mutation_specs m ON m.job_id = r.job_id "
+                           "WHERE r.test_outcome = 'SURVIVED'").fetchall()
+        again = [(job,) for job, row, col, op, fn in rows
+                 if not any(a <= (row, col) < b for a, b in spans)
+                 and not is_equivalent(equivalent, name, op, lines[row - 1], fn)]
         con.executemany("DELETE FROM work_results WHERE job_id = ?", again)
     return len(again)
 
@@ -342,7 +346,8 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
         set_aside_unrun(sessions[name], back=not args.again)
         if args.again:
             target = scratch.site / mutate.installed_path(plan[name]["file"], scratch.mapping)
-            say(f"mutation: {name}: {forget_survivors(sessions[name], target)} survivors to run again")
+            n = forget_survivors(sessions[name], target, name, equivalent)
+            say(f"mutation: {name}: {n} survivors to run again")
     if args.list:
         for name, db in sessions.items():
             say(f"{name:12} {len(pending(db)):5} mutants")
