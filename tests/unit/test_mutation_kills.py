@@ -724,6 +724,9 @@ def test_locate_follows_the_shebang_and_finds_the_install_root(tmp_path, monkeyp
     assert identity.locate(adapter("pi"), mine, "").install_roots == (str(mine),)
     (tmp_path / "lone" / "package.json").write_text("{not json")
     assert identity.locate(adapter("pi"), lone, "").version == "unknown"
+    # A broken package.json beside a valid codex-package.json: the valid one counts.
+    (deep.parent / "package.json").write_text("{not json")
+    assert identity.locate(adapter("pi"), deep, "").install_roots == (str(tmp_path / "cx" / "vendor"),)
 
 
 # -- audit's text and the policy cache's round trip -----------------------------------------------
