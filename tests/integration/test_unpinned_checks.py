@@ -127,3 +127,27 @@ def test_a_spec_that_is_no_json_object_is_refused_in_one_line(jail_env, tmp_path
     proc = _launch(env, {}, "sha256:" + "0" * 64, tmp_path, path=path)
     assert proc.returncode == 3 and "launch spec is not" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not path.exists()  # read once, then gone
+
+
+def test_a_spec_passing_tmux_variables_into_a_compatibility_jail_is_refused(jail_env, tmp_path):
+    """Compatibility jails inherit the environment, but never tmux's: TMUX and TMUX_PANE would
+    point the jail at the server's socket. A spec that adds them is refused as tampered."""
+    import json
+    import platform
+    import sqlite3
+
+    env = jail_env
+    args = ("start", "shell", "--mode", "compatibility", "--workspace", str(env.ws))
+    dry = env.json(*args, "--dry-run")
+    env.json(*args, "--name", "c", "--detach")
+    row = sqlite3.connect(env.store).execute("SELECT id, policy, fingerprint FROM sessions").fetchone()
+    spec = {"session_id": row[0], "fingerprint": row[2], "policy": json.loads(row[1]),
+            "argv": [*dry["sandbox_argv"], "-c", "echo RAN"], "env": dict(dry["policy"]["env_set"]),
+            "store": str(env.store), "status_file": str(tmp_path / "spec.status"), "machine": platform.machine(),
+            "sandboxed": True, "landlock_scope": True, "layout": dry["host_layout"]}
+    for extra, ok in (({}, True), ({"TMUX": "/tmp/tmux-0/default,1,0"}, False), ({"TMUX_PANE": "%1"}, False)):
+        proc = _launch(env, dict(spec, env={**spec["env"], **extra}), spec["fingerprint"], tmp_path)
+        if ok:
+            assert proc.returncode == 0 and "RAN" in proc.stdout, proc.stderr
+        else:
+            assert proc.returncode == 3 and "environment" in proc.stderr and "RAN" not in proc.stdout, proc.stderr

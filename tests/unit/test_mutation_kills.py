@@ -22,6 +22,7 @@ from tmuxjail import (
     config,
     identity,
     launch,
+    netcheck,
     netpolicy,
     netproxy,
     policycache,
@@ -225,8 +226,6 @@ def test_scan_reads_the_worktree_config_git_runs(tmp_path):
 # -- survivors of the mutation run: netcheck ------------------------------------------------------
 
 def test_a_name_is_at_most_253_characters_and_printable():
-    from tmuxjail import netcheck
-
     longest = ".".join(["a" * 63] * 3 + ["a" * 61])
     assert len(longest) == 253 and netcheck.check_name(longest) == longest
     for bad in (".".join(["a" * 60] * 5), "example.com\n", "example.com\t", "\texample.com", 5, None, b"x.com"):
@@ -235,8 +234,6 @@ def test_a_name_is_at_most_253_characters_and_printable():
 
 
 def test_name_errors_say_what_the_name_is():
-    from tmuxjail import netcheck
-
     for v6 in ("[x]", "a:b", "[::1"):
         with pytest.raises(ValueError, match="IPv6 address"):
             netcheck.check_name(v6)
@@ -245,8 +242,6 @@ def test_name_errors_say_what_the_name_is():
 
 
 def test_only_a_whole_bracket_pair_is_stripped_from_a_literal():
-    from tmuxjail import netcheck
-
     assert str(netcheck.literal("[::1]")) == "::1"
     assert netcheck.literal("[::1") is None and netcheck.literal("::1]") is None
 
@@ -1119,3 +1114,47 @@ def test_the_login_shell_is_an_absolute_runnable_program_or_sh(monkeypatch, shel
     monkeypatch.setattr(pwd, "getpwuid", lambda uid: fake)
     assert identity.login_shell() == want
     assert launch.login_shell() == want
+
+
+def test_the_proxy_refuses_this_hosts_addresses_as_they_are_now(monkeypatch, no_dns):
+    """The host's own addresses are read on the first decision and again once they are a second
+    old: a name resolving to one of them (here a public one) is refused, also after it changed."""
+    import time
+
+    now = {"addrs": frozenset({netcheck.literal("8.8.8.8")})}
+    monkeypatch.setattr(netproxy, "own_addresses", lambda: now["addrs"])
+    p = netproxy.Proxy(("*",), (("a.test", "8.8.8.8", False), ("b.test", "8.8.4.4", False)), None)
+    with pytest.raises(netproxy.Refused) as e:
+        p.decide("a.test", 443)
+    assert e.value.rule == "own-address"
+    assert p.decide("b.test", 443)[0] == [("8.8.4.4", 443)]
+    now["addrs"] = frozenset({netcheck.literal("8.8.4.4")})
+    p._own = (time.monotonic() - 2.0, p._own[1])  # a second and more later
+    with pytest.raises(netproxy.Refused) as e:
+        p.decide("b.test", 443)
+    assert e.value.rule == "own-address"
+
+
+def test_a_failed_accept_never_stops_the_proxy(tmp_path, no_dns):
+    import threading
+
+    path = str(tmp_path / "p.sock")
+    real = socket.socket(socket.AF_UNIX)
+    real.bind(path)
+    real.listen(8)
+
+    class Flaky:  # the first accept fails (EMFILE, say), the rest are the socket's own
+        failed = False
+
+        def accept(self):
+            if not Flaky.failed:
+                Flaky.failed = True
+                raise OSError(24, "Too many open files")
+            return real.accept()
+    threading.Thread(target=proxy(allow=("allowed.test",)).serve, args=(Flaky(),), daemon=True).start()
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(20)
+    c.connect(path)
+    c.sendall(b"CONNECT denied.test:443 HTTP/1.1\r\n\r\n")
+    assert c.recv(100).startswith(b"HTTP/1.1 403") and Flaky.failed
+    c.close()
