@@ -255,7 +255,13 @@ def sample_shares(names: list[str], n: int, seed: str) -> dict[str, int]:
 
 
 def choose_sample(db: Path, k: int, seed: str) -> set[str]:
-    pool = sorted(pending(db))
+    """k of the module's mutants, the same ones for the same seed and source (job ids are random:
+    the pool is ordered by where and how each mutant mutates)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    with use_db(str(db), WorkDB.Mode.open) as wdb:
+        items = [(tuple(i.mutations[0].start_pos), i.mutations[0].operator_name, i.mutations[0].occurrence, i.job_id)
+                 for i in wdb.pending_work_items]
+    pool = [job for *_, job in sorted(items)]
     random.Random(f"{seed}:{db.stem}").shuffle(pool)
     return set(pool[:k])
 
@@ -372,7 +378,7 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
                 say(f"mutation: {name}: cosmic-ray stopped (exit {exc.returncode}) after {time.monotonic() - t1:.0f}s")
         res.append(results(db, name, args.src / plan[name]["file"], equivalent))
     ok = report(res, settings, plan, say, sample=bool(args.sample))
-    say(f"mutation: {time.monotonic() - t0:.0f}s; sessions in {work}")
+    say(f"mutation: {time.monotonic() - t0:.0f}s" + (f"; sessions in {work}" if args.work else ""))
     if args.json:
         args.json.write_text(json.dumps({"settings": settings, "modules": res}, indent=1))
     return 0 if ok else 1
