@@ -336,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
     t0 = time.monotonic()
+    if args.sample and not args.module:  # a module joins the sample once its full run is triaged
+        names = [n for n in names if plan[n].get("sample", True)]
     shares = sample_shares(names, args.sample, args.seed) if args.sample else {}
     if shares:
         names = [n for n in names if shares[n]]

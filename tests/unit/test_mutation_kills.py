@@ -1159,3 +1159,22 @@ def test_a_failed_accept_never_stops_the_proxy(tmp_path, no_dns):
     c.sendall(b"CONNECT denied.test:443 HTTP/1.1\r\n\r\n")
     assert c.recv(100).startswith(b"HTTP/1.1 403") and Flaky.failed
     c.close()
+
+
+def test_audit_text_counts_what_it_did_not_look_into():
+    from tmuxjail import audit
+
+    result = {"name": "j", "mode": "isolated", "workspaces": ["/ws"], "count": 0, "baseline": True, "all": False,
+              "findings": [], "capped": [], "skipped": [f"/ws/d{i}/node_modules" for i in range(7)]}
+    last = audit.render(result).splitlines()[-1]
+    assert last.startswith("not looked into: d0/node_modules, ") and last.endswith(" and 2 more"), last
+
+
+def test_a_key_whose_inputs_cannot_be_read_caches_nothing(monkeypatch):
+    from tmuxjail import warm
+
+    for exc in (OSError(2, "gone"), KeyError("PATH")):
+        def unreadable(*a, exc=exc):
+            raise exc
+        monkeypatch.setattr(warm, "inputs", unreadable)
+        assert warm.key_of(None, None, (), None, "", "/usr/bin/bwrap", False) is None
