@@ -154,6 +154,19 @@ class Scratch:
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         self.pristine: dict[Path, str] = {}
 
+    @classmethod
+    def attach(cls, directory: Path, src: Path) -> Scratch:
+        """The scratch install another process made (scripts/mutation.py's test command runs in
+        one per mutant): its paths only; closing it is left to its maker."""
+        self = cls.__new__(cls)
+        self.src, self.keep, self.dir = src, True, directory
+        self.python = str(directory / "venv" / "bin" / "python")
+        self.site = Path(sysconfig.get_paths(vars={"base": str(directory / "venv"),
+                                                   "platbase": str(directory / "venv")})["purelib"])
+        self.mapping = package_map(src)
+        self.pristine = {}
+        return self
+
     def _console_scripts(self, src: Path) -> None:
         """bin/tmuxjail & co., as pip writes them: tmux key bindings run the console script."""
         scripts = tomllib.loads((src / "pyproject.toml").read_text()).get("project", {}).get("scripts", {})

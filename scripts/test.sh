@@ -39,11 +39,15 @@ mutate() {
   if [ -n "${TMUXJAIL_NO_MUTATE:-}" ]; then
     echo "test.sh: the fast mutation run is skipped (TMUXJAIL_NO_MUTATE is set)"
   else
-    .venv/bin/python scripts/mutate.py --fast --no-baseline
+    .venv/bin/python scripts/mutate.py --fast --no-baseline \
+      && .venv/bin/python scripts/mutation.py --sample "${TMUXJAIL_MUTATION_SAMPLE:-12}" --budget 300
   fi
 }
 # Then every guard pinned: remove each fast guard in turn and check its tests go red
-# (guards/registry.toml; the suite just passed: no need to run it again unmutated).
+# (guards/registry.toml; the suite just passed: no need to run it again unmutated). And a sample
+# of the security modules' mutants (scripts/mutation.py, docs/testing.md): 12 by default, one from
+# each of 12 modules drawn with the day's date as seed, none started after 300 s (setup
+# included); a score below the floor in mutation/modules.toml fails the run.
 sh -c "$gates" && .venv/bin/pytest -q -p no:cacheprovider tests "$@" && sh -c "$no_leftovers" \
   && mutate || root=$?
 

@@ -72,6 +72,10 @@ def loads(data: bytes | str) -> object:
         value, end = _json.make_scanner(_Decoder)(text, start)  # type: ignore[arg-type]
     except StopIteration:
         raise ValueError("expecting a JSON value") from None
+    except SystemError:
+        # A malformed object or string: the C scanner's error path wants json.decoder's
+        # JSONDecodeError, which this module does not load, and fails without an exception.
+        raise ValueError("not valid JSON") from None
     if text[end:].strip(_WHITESPACE):
         raise ValueError("extra data after the JSON value")
     return value
