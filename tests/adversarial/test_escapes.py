@@ -250,7 +250,9 @@ def test_environment_is_an_allowlist(world, mode):
     from tmuxjail.netbridge import PROXY_VARS
 
     names -= set(PROXY_VARS) if env.json("show", "j")["network"] == "proxy" else set()
-    assert names <= {"HOME", "USER", "LOGNAME", "SHELL", "PATH", "TMPDIR", "TERM", "LANG", "PWD", "SHLVL", "_", "OLDPWD"}
+    # NO_PROXY names only the jail's own loopback; INSIDE_TMUXJAIL lets tmuxjail say where it is
+    assert names <= {"HOME", "USER", "LOGNAME", "SHELL", "PATH", "TMPDIR", "TERM", "LANG", "PWD", "SHLVL", "_", "OLDPWD",
+                     "NO_PROXY", "no_proxy", "INSIDE_TMUXJAIL"}
 
 
 def test_compatibility_environment_lacks_tmux_variables(world):

@@ -385,5 +385,8 @@ def test_claude_shared_config_is_never_written_through_a_link(jail_env):
     target.write_text("untouched\n")
     (env.home / ".claude" / ".config.json").symlink_to(target)  # left by an earlier jail
     (env.home / ".claude.json").write_text('{"userID": "mine"}\n')
-    env.json("start", "claude-code", "--mode", "verified", "--workspace", str(env.ws), "--name", "c", "--detach")
+    # The file is the CLI's own state a jail could write: a link there refuses the start (exit 5,
+    # naming it), never followed, never replaced.
+    proc = env.run("start", "claude-code", "--mode", "verified", "--workspace", str(env.ws), "--name", "c", "--detach")
+    assert proc.returncode == 5 and "symbolic link" in proc.stderr.splitlines()[0], proc.stderr
     assert target.read_text() == "untouched\n"

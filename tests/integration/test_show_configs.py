@@ -52,6 +52,7 @@ CONFIGS = [
     ("allow_unguarded_compatibility = true\n", "compatibility"),
     ('accept_missing_guards = ["abstract-unix-sockets"]\n', "compatibility"),
     ("# a comment\n", "isolated"),
+    ('[discover]\ntrace_cap = "512M"\n', "isolated"),
 ]
 BROKEN = ["allowed_modes = [\n", "default_mode = [\n", '[network.resolve]\n"x.test" = "not an address"\n']
 

@@ -71,28 +71,6 @@ def test_special_use_names_are_refused_without_a_lookup(no_dns, host):
     assert e.value.rule == "special-use" and no_dns == []
 
 
-@pytest.mark.parametrize("size", [netproxy.LOG_MAX, 64 << 20])
-def test_a_full_proxy_log_takes_no_more_bytes(tmp_path, no_dns, size):
-    """A jail makes connection after connection to fill the disk through the proxy's log: a log
-    at or past the cap (a sparse file: no disk used here) never grows, whatever happens to it
-    (left as is, or set aside for a fresh one)."""
-    log = tmp_path / "net.jsonl"
-    with open(log, "wb") as f:
-        f.truncate(size)
-    os.chmod(log, 0o600)
-    inode = log.stat().st_ino
-    p = proxy(log=str(log))
-    for i in range(50):
-        p.log(f"h{i}.example.com", 443, "", "denied", "allowlist")
-    for entry in tmp_path.iterdir():
-        st = entry.stat()
-        if st.st_ino == inode:
-            assert st.st_size == size, "a full log grew"
-        else:
-            assert st.st_size < size
-    assert sum(e.stat().st_size for e in tmp_path.iterdir() if e.stat().st_ino != inode) <= 50 * 200
-
-
 # -- restriction files, config, policy ------------------------------------------------------------
 
 def test_a_restriction_to_a_workspace_does_not_admit_its_namesakes():
