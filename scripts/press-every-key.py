@@ -128,7 +128,16 @@ def main() -> int:
         # x goes to the client's current pane, the new shell: once it is the jail's, as tmux knows it.
         current = lambda: k.tmux("display-message", "-p", "-c", k.client, "#{@tmuxjail_id}").strip()  # noqa: E731
         k.wait(lambda: current() == sid, "S (the shell window's pane carries the jail's id)")
-        k.press("C-b", "J", "x")
+        # A prefix sent while the client is still switching to the new window can be lost (tmux
+        # then types the keys into the shell): clear the line and press again, at most three times.
+        for _ in range(3):
+            k.press("C-b", "J", "x")
+            end = time.monotonic() + 10
+            while time.monotonic() < end and f"stop jail {name}" not in k.screen():
+                time.sleep(0.2)
+            if f"stop jail {name}" in k.screen():
+                break
+            k.press("C-u")
         k.wait(k.on_screen(f"stop jail {name}"), "x (the stop prompt)")
         k.press("y")
         k.wait(lambda: k.tmux("has-session", "-t", f"={name}", check=False) == "" and
