@@ -227,14 +227,18 @@ def _pi_shell(env, mode: str) -> Jail:
 @pytest.mark.parametrize("case", ["isolated-link-to-ssh", "isolated-dangling", "verified-dangling"])
 def test_prepare_never_follows_a_link_left_in_the_home(world, case):
     """`~/.pi -> ~/.ssh` left in a private home made tmuxjail create ~/.ssh/agent on the host at
-    the next resume; a dangling link crashed it. Now the resume refuses in one line."""
+    the next resume; a dangling link crashed it. Now the resume refuses in one line.
+    In verified mode ~/.pi/agent holds the provider-state guards (mount points), so it cannot be
+    removed, only renamed away: the plant moves it and then checks that the link is really there
+    (an `ln -s` onto a directory that stayed makes a link inside it, and the test would pass
+    without testing anything)."""
     env = world
     mode = case.split("-")[0]
     shell = _pi_shell(env, mode)
     plant = {
-        "isolated-link-to-ssh": f"rm -rf ~/.pi; ln -s {env.home}/.ssh ~/.pi",
-        "isolated-dangling": "rm -rf ~/.pi; ln -s /nonexistent-tj ~/.pi",
-        "verified-dangling": "rm -rf ~/.pi/agent; ln -s /nonexistent-tj ~/.pi/agent",
+        "isolated-link-to-ssh": f"rm -rf ~/.pi; ln -s {env.home}/.ssh ~/.pi; test -L ~/.pi",
+        "isolated-dangling": "rm -rf ~/.pi; ln -s /nonexistent-tj ~/.pi; test -L ~/.pi",
+        "verified-dangling": "mv ~/.pi/agent ~/.pi/moved; ln -s /nonexistent-tj ~/.pi/agent; test -L ~/.pi/agent",
     }[case]
     assert shell.sh(plant + " && echo PLANTED").split() == ["PLANTED"]
     env.kill()
