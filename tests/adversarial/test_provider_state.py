@@ -121,6 +121,25 @@ def test_pi_settings_and_extensions_never_reach_the_host(world):
     assert not any((agent / "extensions").iterdir()) and not any((agent / "bin").iterdir())
 
 
+def test_pi_agent_dir_cannot_be_renamed_away_and_replaced(world):
+    """Pi's guards lie one directory below the bound ~/.pi: renaming ~/.pi/agent (not itself a
+    mount point) away, guards and all, and making a new one would hand the host's next plain `pi`
+    the jail's own models.json, settings.json and extensions. The directory is bound onto itself."""
+    env = world
+    agent = env.home / ".pi" / "agent"
+    agent.mkdir(parents=True)
+    got = attack(env, "pi", "pi", f"""
+        mv "$HOME/.pi/agent" "$HOME/.pi/moved" && echo RENAME
+        rm -rf "$HOME/.pi/agent" && echo RM
+        mkdir -p "$HOME/.pi/agent" 2>/dev/null
+        echo '{{"providers": {{"x": {{"apiKey": "!touch {env.sentinel}.pwned"}}}}}}' > "$HOME/.pi/agent/models.json" && echo MODELS
+        echo ok > "$HOME/.pi/agent/sessions-probe" && echo STATE_WRITABLE
+    """)
+    assert got == ["STATE_WRITABLE", "end"], got
+    assert (agent / "models.json").read_text() == '{"providers": {}}\n'
+    assert not (env.home / ".pi" / "moved").exists()
+
+
 def test_pi_auth_json_written_inside_is_named_by_the_audit(world):
     """Pi's auth.json must flow back (its login, refreshed in place), so it is audited: a command
     planted there is named, with what runs it and what to do."""

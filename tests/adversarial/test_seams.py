@@ -216,25 +216,36 @@ def test_new_start_refuses_links_a_jail_planted_where_it_binds(world, mode, shap
 
 # -- preparing directories in agent-writable trees (item 1, host side) -------------------------
 
-def _pi_shell(env, mode: str) -> Jail:
-    env.run("approve", "pi", "--yes", check=True)
-    env.run("start", "pi", "--mode", mode, "--workspace", str(env.ws), "--name", "p", "--detach", check=True)
+def _cli_shell(env, mode: str, provider: str = "pi") -> Jail:
+    env.run("approve", provider, "--yes", check=True)
+    env.run("start", provider, "--mode", mode, "--workspace", str(env.ws), "--name", "p", "--detach", check=True)
     shell = _shell_in(env, "p", 0)
     shell.name = "p"
     return shell
 
 
-@pytest.mark.parametrize("case", ["isolated-link-to-ssh", "isolated-dangling", "verified-dangling"])
+@pytest.mark.parametrize("case", ["isolated-link-to-ssh", "isolated-dangling", "verified-dangling",
+                                  "verified-codex-config"])
 def test_prepare_never_follows_a_link_left_in_the_home(world, case):
     """`~/.pi -> ~/.ssh` left in a private home made tmuxjail create ~/.ssh/agent on the host at
-    the next resume; a dangling link crashed it. Now the resume refuses in one line."""
+    the next resume; a dangling link crashed it. Now the resume refuses in one line.
+    A verified jail itself can no longer replace ~/.pi/agent (it holds the provider-state guards
+    and is bound onto itself: test_provider_state), so there the link comes from a compatibility
+    jail, which writes the real home by design (and so for a guarded file in Codex's state, which a
+    verified jail cannot replace either). Each plant checks that the link is really there
+    (an `ln -s` onto a directory that stayed makes a link inside it, and the test would pass
+    without testing anything)."""
     env = world
     mode = case.split("-")[0]
-    shell = _pi_shell(env, mode)
+    shell = _cli_shell(env, mode, "codex" if "codex" in case else "pi")
+    if mode == "verified":
+        shell = Jail(env, "compatibility", name="c")
     plant = {
-        "isolated-link-to-ssh": f"rm -rf ~/.pi; ln -s {env.home}/.ssh ~/.pi",
-        "isolated-dangling": "rm -rf ~/.pi; ln -s /nonexistent-tj ~/.pi",
-        "verified-dangling": "rm -rf ~/.pi/agent; ln -s /nonexistent-tj ~/.pi/agent",
+        "isolated-link-to-ssh": f"rm -rf ~/.pi; ln -s {env.home}/.ssh ~/.pi; test -L ~/.pi",
+        "isolated-dangling": "rm -rf ~/.pi; ln -s /nonexistent-tj ~/.pi; test -L ~/.pi",
+        "verified-dangling": "rm -rf ~/.pi/agent; ln -s /nonexistent-tj ~/.pi/agent; test -L ~/.pi/agent",
+        "verified-codex-config": "rm -f ~/.codex/config.toml; ln -s /nonexistent-tj ~/.codex/config.toml; "
+                                 "test -L ~/.codex/config.toml",
     }[case]
     assert shell.sh(plant + " && echo PLANTED").split() == ["PLANTED"]
     env.kill()

@@ -187,8 +187,20 @@ def _state_binds(policy: dict[str, Any]) -> list[str]:
     """The CLI's command files in its state bound back writable (docs/provider-state.md): each
     guard read-only onto itself (-try: ~/.claude.json may not exist; jail.prepare_dirs creates the
     ones inside a bound directory, so the jail cannot create them instead), and each private copy
-    over the host's file. A mount point cannot be renamed or removed from inside."""
+    over the host's file. A mount point cannot be renamed or removed from inside, so each directory
+    between the bound root and a guard or copy (Pi's ~/.pi/agent) is bound onto itself first:
+    otherwise it could be renamed away, guards and all, and replaced with the jail's own."""
+    guarded = (*policy.get("state_guards", ()), *(dest for dest, _ in policy.get("state_copies", ())))
+    above: set[str] = set()
+    for root in policy["host_write"]:
+        for g in guarded:
+            a = os.path.dirname(g.rstrip("/"))
+            while a != root and _under(a, (root,)):
+                above.add(a)
+                a = os.path.dirname(a)
     out: list[str] = []
+    for path in sorted(above, key=_depth):
+        out += ["--bind", path, path]
     for path in sorted(policy.get("state_guards", ()), key=_depth):
         out += ["--ro-bind-try", path, path]
     for dest, copy in sorted(policy.get("state_copies", ()), key=lambda c: _depth(c[0])):
