@@ -186,6 +186,9 @@ def test_list_golden_every_status(jail_env):
         subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd], env=env.environ(),
                        capture_output=True, timeout=60)
     got = _norm(env.run("list", "--all", "--check", "--color", "never", check=True).stdout, env)
+    # The failed start's pane-died audit runs in the background: once it has, it says it could not
+    # read the hidden workspace (`!audit(?)`); before, nothing. Either is right.
+    got = [g.replace("failed!audit(?)", "failed") if g.startswith("failed") else g for g in got]
     want = (GOLDEN / "list_every_status.txt").read_text().splitlines()
     if not root:
         want = [w for w in want if not w.startswith("failed")]
