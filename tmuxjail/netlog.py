@@ -15,6 +15,7 @@ from . import netrecord
 from .netcheck import literal
 from .netlisten import session_dir
 from .netpolicy import check_pattern, covers
+from .render import size
 
 MAX_BYTES = 16 << 20
 RECENT = 40  # rows the text shows (--json has them all)
@@ -127,14 +128,6 @@ def report(session: dict, store: str, ceiling: tuple[str, ...] | None = None, co
             "totals": count["totals"], "by_destination": by_dest, "other": count["other"]}
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
-
-
 def text(rep: dict) -> str:
     lines = [f"network: {rep['network']}"]
     if rep["network"] == "proxy":
@@ -151,7 +144,7 @@ def text(rep: dict) -> str:
     if t:
         lines.append(f"totals: {t.get('allowed', 0)} allowed, {t.get('denied', 0)} denied, {t.get('failed', 0)} failed, "
                      f"{t.get('malformed', 0)} malformed requests, {t.get('no-slot', 0)} refused for want of a slot, "
-                     f"{_size(t.get('bytes', 0))} relayed")
+                     f"{size(t.get('bytes', 0))} relayed")
     dests = rep["by_destination"]
     if dests:
         lines.append("by destination:")
@@ -159,7 +152,7 @@ def text(rep: dict) -> str:
     for d in [x for x in dests if x["allowed"] or x["failed"]] + denied[:SHOWN]:
         ports = ",".join(map(str, d["ports"]))
         lines.append(f"  {d['host']}:{ports}  {d['allowed']} allowed, {d['denied']} denied, {d['failed']} failed, "
-                     f"{_size(d['bytes'])}  ({d['rule']})")
+                     f"{size(d['bytes'])}  ({d['rule']})")
         if d.get("fix"):
             lines.append(f"      to allow it: {d['fix']}")
     if len(denied) > SHOWN:

@@ -109,3 +109,12 @@ def policy_text(pol: dict) -> str:
         else:
             out.append(f"  {k}: {value_text(k, v)}")
     return "\n".join(out)
+
+
+def size(n: float) -> str:
+    """Bytes for a person: 512 B, 1.5 KiB, 3.2 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)

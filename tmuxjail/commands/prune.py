@@ -18,7 +18,7 @@ import time
 from .. import netproxy, netrecord
 from ..context import Context
 from ..errors import UsageError
-from ..render import Result
+from ..render import Result, size
 from ..status import rows
 from . import Call
 
@@ -155,14 +155,6 @@ def prune_homes(ctx: Context, dry_run: bool) -> list[dict]:
     return done
 
 
-def size_text(n: int) -> str:
-    for unit in ("B", "K", "M", "G"):
-        if n < 1024 or unit == "G":
-            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
-
-
 def run(call: Call) -> Result:
     a = call.args
     if a.homes:
@@ -172,8 +164,8 @@ def run(call: Call) -> Result:
         verb = "would delete" if a.dry_run else "deleted"
         total = sum(h["bytes"] for h in homes)
         return Result({"dry_run": a.dry_run, "homes": homes, "bytes": total},
-                      f"{verb} {len(homes)} private home(s), {size_text(total)}"
-                      + "".join(f"\n  {size_text(h['bytes']):>7}  {h['home']}  ({h['why']}"
+                      f"{verb} {len(homes)} private home(s), {size(total)}"
+                      + "".join(f"\n  {size(h['bytes']):>9}  {h['home']}  ({h['why']}"
                                 + (f": {', '.join(h['workspaces'])})" if h["workspaces"] else ")") for h in homes))
     done = prune(call.ctx, parse_age(a.older_than), a.dry_run)
     verb = "would prune" if a.dry_run else "pruned"
