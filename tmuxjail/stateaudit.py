@@ -38,9 +38,13 @@ def digest(path: str, roots) -> str | None:
     finally:
         os.close(dfd)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return "link"
-        return str(sha256(os.read(fd, MAX_BYTES)).hexdigest())
+        head = sha256(os.read(fd, MAX_BYTES)).hexdigest()
+        # Past MAX_BYTES the content is not read: its size and ctime (which a jail cannot set
+        # back) stand for the rest, so padding a file cannot hide a change made after the pad.
+        return str(head) if st.st_size <= MAX_BYTES else f"{head}:{st.st_size}:{st.st_ctime_ns}"
     finally:
         os.close(fd)
 

@@ -158,6 +158,24 @@ def test_pi_auth_json_written_inside_is_named_by_the_audit(world):
     assert found[0]["trigger"] == "your next plain `pi`" and "!" in found[0]["fix"]
 
 
+def test_a_change_past_a_padded_pi_auth_json_is_still_named(world):
+    """The audit hashes the first 64 MiB of a state file: a file padded past that (sparse here)
+    must not hide a command the jail appends after the pad."""
+    env = world
+    agent = env.home / ".pi" / "agent"
+    agent.mkdir(parents=True)
+    with open(agent / "auth.json", "wb") as f:
+        f.truncate(70 << 20)
+    got = attack(env, "pi", "pi", f"""
+        printf '{{"x": {{"type": "api_key", "key": "!touch {env.sentinel}.pwned"}}}}' >> "$HOME/.pi/agent/auth.json" && echo AUTH
+    """)
+    assert got == ["AUTH", "end"], got
+    proc = env.run("audit", "v", "--json")
+    assert proc.returncode == 6, proc.stderr
+    found = [f for f in json.loads(proc.stdout)["findings"] if f["kind"] == "provider-state"]
+    assert [(f["path"], f["change"]) for f in found] == [(str(agent / "auth.json"), "changed")], found
+
+
 def test_an_untouched_pi_state_is_not_a_finding(world):
     env = world
     (env.home / ".pi" / "agent").mkdir(parents=True)
