@@ -46,8 +46,11 @@ def test_every_key_works_on_a_session_whose_id_begins_with_0(jail_env):
     proc = press_every_key(env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "all worked" in proc.stdout
-    row = sqlite3.connect(env.store).execute("SELECT id, status FROM sessions").fetchone()
-    assert row[0].startswith("0") and row[1] == "stopped"
+    # The stop prompt's run-shell marks the row stopped after the session is gone (it first waits
+    # up to 2 s for the jail's proxies to leave): the script returns when tmux no longer has it.
+    row = wait(lambda: (r := sqlite3.connect(env.store).execute("SELECT id, status FROM sessions").fetchone())
+               and r[1] == "stopped" and r, what="the row marked stopped")
+    assert row[0].startswith("0")
 
 
 def test_if_shell_guards_test_for_empty_not_for_true():
