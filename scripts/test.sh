@@ -3,26 +3,14 @@
 # ordinary user created for the purpose, because root and non-root jails differ.
 set -eu
 cd "$(dirname "$0")/.."
-. ./scripts/needs.sh
-needs "tmux:command -v tmux" \
-  "bubblewrap:test -x /usr/bin/bwrap" \
-  "strace:test -x /usr/bin/strace" \
-  "git:command -v git" \
-  "mercurial:command -v hg" \
-  "direnv:command -v direnv" \
-  "perl:command -v perl" \
-  "openssh-client:command -v ssh-agent" \
-  "python3-venv:python3 -c 'import ensurepip'" \
-  "python3:test -x /usr/bin/python3" \
-  "curl:command -v curl"
+./scripts/test-needs.sh
 # A real install (not editable), so the packaging of adapters/ and profiles/ is tested too.
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check '.[test]'
 # The host tools the workspace-trust tests run after a jail (tests/adversarial/test_workspace_trust.py):
-# pre-commit from PyPI into the test venv, lefthook from npm. Not fatal: those host actions skip.
+# pre-commit from PyPI into the test venv (lefthook, from npm, is in test-needs.sh). Not fatal:
+# those host actions skip.
 .venv/bin/pip install -q --disable-pip-version-check pre-commit || echo "test.sh: pre-commit not installed"
-command -v lefthook >/dev/null 2>&1 || { command -v npm >/dev/null 2>&1 && npm install -g -s lefthook@1 >/dev/null 2>&1; } \
-  || echo "test.sh: lefthook not installed"
 # Run from outside the source tree so the installed package is what gets imported.
 rm -rf build
 # Each half runs whatever the other did: a failure as root must not skip the ordinary user's run
