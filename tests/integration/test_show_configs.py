@@ -100,7 +100,10 @@ def test_show_and_show_json_for_every_config_fixture(jail_env):
             assert "up.test 127.0.0.1 True" in shown, shown
         names.append(name)
         env.tmux("kill-session", "-t", f"={name}", check=False)
-    for text in BROKEN:  # show reads what was recorded: a config broken since is not its business
+    # show reads what was recorded: a config broken since is not its business. One session of each
+    # shape (no config, every key, a resolve table under the proxy) stands for all: each broken
+    # config over all 26 was 312 more runs of the CLI, four minutes of a loaded CI.
+    for text in BROKEN:
         (env.config_dir / "config.toml").write_text(text)
-        for name in names:
+        for name in (names[0], names[1], names[2]):
             _shown(env, name)
