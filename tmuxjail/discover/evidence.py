@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import errno as errno_mod
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -158,44 +158,98 @@ def area(path: str, meta: dict) -> str:
     return "other"
 
 
-def cli_pids(t: trace_mod.Trace) -> tuple[dict[int, int], dict[int, int]]:
-    """(parent of each pid, the line from which each pid is the CLI's). The root is bubblewrap:
-    its setup (mounts, binds, the namespace's init) is not the CLI's; a pid becomes the CLI's at
-    its first successful exec of something other than bubblewrap, and its children are the CLI's
-    from their birth."""
-    parent: dict[int, int] = {}
-    for c in t.calls:
+class Tree:
+    """What the first pass over a trace keeps for the second (pure, bounded by the number of
+    processes, never by the trace's length): the parent of each pid (strace may print a child's
+    first calls before its parent's fork returns, so this needs the whole trace), the root
+    (bubblewrap), what the root executed, and the root's exit."""
+
+    CALLS = frozenset({*trace_mod.FORKS, "execve"})  # all the calls see() looks at
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+        self.root: int | None = None
+        self.bwrap: tuple[bytes, bool] | None = None
+        self.root_exit: trace_mod.Exit | None = None
+        self._root_execd = False
+
+    def see(self, ev: trace_mod.Call | trace_mod.Exit) -> None:
+        if isinstance(ev, trace_mod.Exit):
+            if ev.pid == self.root and self.root_exit is None:
+                self.root_exit = ev
+            return
+        c = ev
+        if self.root is None:
+            self.root = c.pid
         if c.name in trace_mod.FORKS and c.ok:
             child = c.child if c.child is not None else (int(c.ret) if c.ret.isdigit() else None)
             if child:
-                parent.setdefault(child, c.pid)
-    if not t.calls:
-        return parent, {}
-    root = t.calls[0].pid
-    bwrap = next((c.string(0) for c in t.calls if c.name == "execve" and c.pid == root), None)
-    since: dict[int, int] = {}
+                self.parent.setdefault(child, c.pid)
+        if not self._root_execd and c.name == "execve" and c.pid == self.root:
+            self.bwrap, self._root_execd = c.string(0), True
 
-    def inherited(pid: int) -> int | None:
+
+class _Since:
+    """The line from which each pid is the CLI's. The root is bubblewrap: its setup (mounts, binds,
+    the namespace's init) is not the CLI's; a pid becomes the CLI's at its first successful exec of
+    something other than bubblewrap, and its children are the CLI's from their birth. Fed the calls
+    in order (one pass), after the whole Tree is known."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.since: dict[int, int] = {}
+
+    def _inherited(self, pid: int) -> int | None:
         seen = set()
-        p = parent.get(pid)
+        p = self.tree.parent.get(pid)
         while p is not None and p not in seen:
-            if p in since:
-                return since[p]
+            if p in self.since:
+                return self.since[p]
             seen.add(p)
-            p = parent.get(p)
+            p = self.tree.parent.get(p)
         return None
 
-    for c in t.calls:
-        if c.pid in since:
-            continue
-        if inherited(c.pid) is not None or (c.name == "execve" and c.ok and c.pid != root and (bwrap is None or c.string(0) != bwrap)):
-            since[c.pid] = c.line
-    return parent, since
+    def see(self, c: trace_mod.Call) -> bool:
+        """Whether call c is the CLI's."""
+        if c.pid not in self.since:
+            bwrap, root = self.tree.bwrap, self.tree.root
+            if self._inherited(c.pid) is not None or (c.name == "execve" and c.ok and c.pid != root and (
+                    bwrap is None or c.string(0) != bwrap)):
+                self.since[c.pid] = c.line
+        return c.pid in self.since and c.line >= self.since[c.pid]
 
 
 def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[[str], bool],
           proxy_log: list[dict] | None, timed_out: bool = False) -> Evidence:
-    parent, since = cli_pids(t)
+    """The evidence of a parsed trace held in memory (tests; `build_stream` is the same over a
+    file)."""
+    tree = Tree()
+    for c in t.calls:
+        tree.see(c)
+    for e in t.exits:
+        tree.see(e)
+    return _build(meta, tree, t, t.calls, trace_sha256, host_has, proxy_log, timed_out)
+
+
+def build_stream(meta: dict, reopen: Callable[[], Iterable[str]], trace_sha256: Callable[[], str],
+                 host_has: Callable[[str], bool], proxy_log: list[dict] | None,
+                 timed_out: bool = False) -> Evidence:
+    """The evidence of a trace read twice as a stream (reopen() gives its lines from the start
+    each time): the first pass keeps the Tree (parsing only the calls it needs), the second the
+    counters and the paths, each distinct path once with its counters. Memory grows with the
+    processes and the distinct paths, not with the trace's length. trace_sha256 is asked after
+    the first pass (which may hash it)."""
+    tree = Tree()
+    for e in trace_mod.events(reopen(), trace_mod.Trace(), only=Tree.CALLS):
+        tree.see(e)
+    t = trace_mod.Trace()  # the counters, from the second pass: it parses every line
+    calls = (e for e in trace_mod.events(reopen(), t) if isinstance(e, trace_mod.Call))
+    return _build(meta, tree, t, calls, trace_sha256(), host_has, proxy_log, timed_out)
+
+
+def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod.Call], trace_sha256: str,
+           host_has: Callable[[str], bool], proxy_log: list[dict] | None, timed_out: bool) -> Evidence:
+    parent, cli = tree.parent, _Since(tree)
     cwd: dict[int, bytes] = {}
     ws0 = meta["workspaces"][0].encode()
     execs: dict[int, list[str]] = {}
@@ -203,8 +257,8 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
     uses: dict[str, dict] = {}
     ws_counts: dict[str, int] = {}
     connects: dict[str, dict] = {}
-    for c in t.calls:
-        if c.pid not in since or c.line < since[c.pid]:
+    for c in calls:
+        if not cli.see(c):
             continue
         first_line.setdefault(c.pid, c.line)
         if c.pid not in cwd:
@@ -264,8 +318,7 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
     collapsed = folded_p + folded_d
     dropped = sum(c.paths for c in collapsed) + cut_p + cut_d
 
-    root = t.calls[0].pid if t.calls else None
-    ex = next((e for e in t.exits if e.pid == root), None)
+    ex = tree.root_exit
     status = ex.status if ex else None
     ident = meta["identity"]
     provided, declared = sorted(meta.get("env_provided", ())), sorted(meta.get("env_declared", ()))
