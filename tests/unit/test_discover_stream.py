@@ -33,8 +33,12 @@ def block(i: int, distinct: bool) -> list[str]:
     """One round of a busy CLI: the same config read again, a miss, and (distinct) a new name."""
     out = [f"101 2.{i} openat(AT_FDCWD<{hx('/ws')}>, {q('/home/u/.config/app/conf.json')}, O_RDONLY) = 3",
            f"101 2.{i} newfstatat(AT_FDCWD, {q(f'/usr/lib/x{i % 7}')}, 0x7ffd, 0) = -1 ENOENT (No such file)"]
-    if distinct:
-        out.append(f"101 2.{i} openat(AT_FDCWD, {q(f'/home/u/.cache/flood/d{i % 3}/f{i}')}, O_WRONLY|O_CREAT, 0600) = 4")
+    if distinct:  # new names that succeed, and would-be denials (refused by the jail) in two directories
+        out += [f"101 2.{i} openat(AT_FDCWD, {q(f'/home/u/.cache/flood/d{i % 3}/f{i}')}, O_WRONLY|O_CREAT, 0600) = 4",
+                f"101 2.{i} openat(AT_FDCWD, {q(f'/home/u/.ssh/k{i % 2}/{i}')}, O_RDONLY) = -1 EACCES (Permission denied)"]
+    if i % 7 == 0:  # one path refused, then read: tried and kinds on one entry
+        out += [f"101 2.{i} openat(AT_FDCWD, {q('/etc/app.conf')}, O_RDWR) = -1 EROFS (Read-only file system)",
+                f"101 2.{i} openat(AT_FDCWD, {q('/etc/app.conf')}, O_RDONLY) = 5"]
     if i % 100 == 0:  # a child whose first call strace prints before its parent's clone returns
         pid = 1000 + i
         out += ["101 2.0 clone(child_stack=NULL, flags=SIGCHLD <unfinished ...>",
@@ -70,7 +74,10 @@ def test_the_streamed_evidence_is_the_evidence_of_the_whole_trace(tmp_path):
     assert conf["count"] == rounds and len(conf["lines"]) == evidence.MAX_REFS
     assert streamed["trace"]["truncated"] and streamed["trace"]["cap"] == 1 << 20
     assert streamed["trace"]["rejected"] == 2 and streamed["trace"]["lines"] == raw.count(b"\n")
-    assert streamed["collapsed"] and streamed["dropped"] >= rounds - evidence.MAX_PATHS
+    assert {c["where"] for c in streamed["collapsed"]} == {"paths", "denials"}
+    assert streamed["dropped"] >= 2 * (rounds - evidence.MAX_PATHS)
+    app = next(u for u in streamed["denials"] if u["path"] == "/etc/app.conf")
+    assert app["kinds"] == ["read"] and app["tried"] == {"write": "EROFS"} and app["hidden"]
     assert all(".ssh" not in u["path"] for u in streamed["paths"])
     assert any(p["execs"] == ["/usr/bin/git"] for p in streamed["processes"])
 

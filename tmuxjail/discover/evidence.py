@@ -4,6 +4,7 @@ parsed trace (pure, given a `host_has` function). Paths and kinds only, never co
 from __future__ import annotations
 
 import errno as errno_mod
+import functools
 import os
 from collections.abc import Callable, Iterable
 from typing import Literal
@@ -158,6 +159,30 @@ def area(path: str, meta: dict) -> str:
     return "other"
 
 
+class _Use:
+    """One distinct path while a trace is read: small, since a flood of distinct names makes many
+    (kinds and tried are shared tuples, see _with); a PathUse is made only for the entries the
+    evidence keeps."""
+
+    __slots__ = ("area", "count", "hidden", "kinds", "lines", "odd", "path", "tried")
+
+    def __init__(self, area: str) -> None:
+        self.area, self.count, self.odd, self.hidden, self.path = area, 0, False, False, ""
+        self.kinds: tuple[str, ...] = ()  # what succeeded, sorted
+        self.tried: tuple[tuple[str, str], ...] = ()  # (kind, errno) of the first failure of each kind
+        self.lines: list[int] = []
+
+    def model(self) -> PathUse:
+        return PathUse(path=self.path, area=self.area, kinds=list(self.kinds), tried=dict(self.tried),
+                       hidden=self.hidden, odd=self.odd, lines=self.lines, count=self.count)
+
+
+@functools.lru_cache(maxsize=4096)
+def _with(items: tuple, item) -> tuple:
+    """items with item added (kinds: kept sorted; tried: in order), one shared tuple per value."""
+    return tuple(sorted((*items, item))) if isinstance(item, str) else (*items, item)
+
+
 class Tree:
     """What the first pass over a trace keeps for the second (pure, bounded by the number of
     processes, never by the trace's length): the parent of each pid (strace may print a child's
@@ -254,7 +279,7 @@ def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod
     ws0 = meta["workspaces"][0].encode()
     execs: dict[int, list[str]] = {}
     first_line: dict[int, int] = {}
-    uses: dict[str, dict] = {}
+    uses: dict[str, _Use] = {}
     ws_counts: dict[str, int] = {}
     connects: dict[str, dict] = {}
     for c in calls:
@@ -281,17 +306,18 @@ def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod
                 if a.ok and a.kind != "probe":
                     ws_counts[a.kind] = ws_counts.get(a.kind, 0) + 1
                 continue
-            u = uses.setdefault(a.path, {"kinds": set(), "tried": {}, "lines": [], "odd": False, "area": where,
-                                         "count": 0})
-            u["count"] += 1
+            u = uses.get(a.path)
+            if u is None:
+                u = uses[a.path] = _Use(where)
+            u.count += 1
             if a.ok:
-                if a.kind != "probe":
-                    u["kinds"].add(a.kind)
-            else:
-                u["tried"].setdefault(a.kind, a.errno or "?")
-            u["odd"] = u["odd"] or a.odd
-            if len(u["lines"]) < MAX_REFS:
-                u["lines"].append(a.line)
+                if a.kind != "probe" and a.kind not in u.kinds:
+                    u.kinds = _with(u.kinds, a.kind)
+            elif all(k != a.kind for k, _ in u.tried):
+                u.tried = _with(u.tried, (a.kind, a.errno or "?"))
+            u.odd = u.odd or a.odd
+            if len(u.lines) < MAX_REFS:
+                u.lines.append(a.line)
             if a.kind == "exec" and a.ok:
                 execs.setdefault(c.pid, []).append(a.path)
         if c.name in ("chdir", "fchdir") and c.ok:
@@ -301,20 +327,21 @@ def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod
             elif c.name == "fchdir" and (dirfd := c.decor(0)):
                 cwd[c.pid] = dirfd
 
-    paths, denials = [], []
+    held_p: list[_Use] = []
+    held_d: list[_Use] = []
     for path, u in sorted(uses.items()):
-        tried = u["tried"]
-        hidden = any(e in DENIED for e in tried.values()) or (
-            any(e in HIDDEN for e in tried.values()) and not u["odd"] and u["area"] != "unknown"
-            and host_has(path))
-        use = PathUse(path=path, area=u["area"], kinds=sorted(u["kinds"]), tried=tried, hidden=hidden,
-                      odd=u["odd"], lines=u["lines"], count=u["count"])
-        if hidden:
-            denials.append(use)
-        if u["kinds"] or u["odd"]:  # an odd name is kept even when it failed: a line in the evidence
-            paths.append(use)
-    paths, folded_p, cut_p = fit(paths, "paths")
-    denials, folded_d, cut_d = fit(denials, "denials")
+        errs = [e for _, e in u.tried]
+        u.hidden = any(e in DENIED for e in errs) or (
+            any(e in HIDDEN for e in errs) and not u.odd and u.area != "unknown" and host_has(path))
+        u.path = path
+        if u.hidden:
+            held_d.append(u)
+        if u.kinds or u.odd:  # an odd name is kept even when it failed: a line in the evidence
+            held_p.append(u)
+    del uses
+    kept_p, folded_p, cut_p = fit(held_p, "paths")
+    kept_d, folded_d, cut_d = fit(held_d, "denials")
+    paths, denials = [u.model() for u in kept_p], [u.model() for u in kept_d]  # models only for what is kept
     collapsed = folded_p + folded_d
     dropped = sum(c.paths for c in collapsed) + cut_p + cut_d
 
@@ -351,13 +378,13 @@ def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod
     )
 
 
-def fit(uses: list[PathUse], which: Literal["paths", "denials"]) -> tuple[list[PathUse], list[Collapsed], int]:
+def fit(uses: list[_Use], which: Literal["paths", "denials"]) -> tuple[list[_Use], list[Collapsed], int]:
     """At most MAX_PATHS entries, so that a flood of distinct paths cannot push out what comes
     after it: the directories holding the most entries are folded into one named, counted line
     each until the rest fits; only if that is not enough is the tail cut. (kept, folded, cut)."""
     if len(uses) <= MAX_PATHS:
         return uses, [], 0
-    groups: dict[str, list[PathUse]] = {}
+    groups: dict[str, list[_Use]] = {}
     for u in uses:
         groups.setdefault(os.path.dirname(u.path) or "/", []).append(u)
     n, fold = len(uses), list[str]()
@@ -369,7 +396,8 @@ def fit(uses: list[PathUse], which: Literal["paths", "denials"]) -> tuple[list[P
     gone = set(fold)
     kept = [u for u in uses if (os.path.dirname(u.path) or "/") not in gone]
     folded = [Collapsed(directory=d, where=which, paths=len(groups[d]),
-                        kinds=sorted({k for u in groups[d] for k in [*u.kinds, *u.tried]})) for d in fold]
+                        kinds=sorted({k for u in groups[d] for k in [*u.kinds, *(k for k, _ in u.tried)]}))
+              for d in fold]
     return kept[:MAX_PATHS], folded, max(0, len(kept) - MAX_PATHS)
 
 
