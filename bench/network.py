@@ -261,7 +261,10 @@ def bench_transfer(base: Path, runs: int, mb: int) -> dict:
                                    "flooded_cpu": []}
     try:
         for i in range(runs + 1):
-            for kind, argv in (("direct", direct), ("proxy", jailed), ("flooded", jailed)):
+            # which of the proxied pair goes first alternates, so a drift in the machine's load
+            # does not land on one side
+            pair = [("proxy", jailed), ("flooded", jailed)][:: 1 if i % 2 else -1]
+            for kind, argv in (("direct", direct), *pair):
                 flood = None
                 if kind == "flooded":
                     stop.unlink(missing_ok=True)
@@ -282,6 +285,18 @@ def bench_transfer(base: Path, runs: int, mb: int) -> dict:
                     raise RuntimeError(f"transfer {kind}: {p.stderr.strip()[-400:]}")
                 if i:
                     out[kind].append(float(p.stdout.strip().splitlines()[-1]))
+        # The flood alone, no stream: the proxy's CPU per refusal (what a flood costs it, free of
+        # the stream's noise)
+        stop.unlink(missing_ok=True)
+        flood = subprocess.Popen([py3, "-I", "-S", str(d / "flooder.py"), sock, str(stop), str(FLOOD_THREADS)],
+                                 stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # past the burst
+        c0, t0 = cpu_s(proxy.pid), time.perf_counter()
+        time.sleep(3.0)
+        cpu, dt = cpu_s(proxy.pid) - c0, time.perf_counter() - t0
+        stop.write_text("")
+        rate = float(flood.communicate(timeout=60)[0].strip() or "nan")
+        out["flood_only"] = [cpu / dt, rate]
         out["proxy_rss_after_kb"] = [vmrss_kb(proxy.pid)]
         out["log_bytes"] = [float(sum(f.stat().st_size for f in (d / "net").glob("network.jsonl*")))]
     finally:
@@ -328,6 +343,12 @@ def main() -> None:
           f"unflooded  ratio {flood_ratio:.2f}x  target >= 0.9x  {verdict(flood_ratio >= 0.9)}")
     print(f"proxy CPU while the stream ran (median, cores): {med(t['proxy_cpu']):.2f} unflooded, "
           f"{med(t['flooded_cpu']):.2f} flooded (the flood's cost to the proxy: what it takes from the stream)")
+    from tmuxjail.netproxy import REFUSALS_PER_S
+
+    cores, rate = t["flood_only"]
+    print(f"the flood alone (no stream, 3 s past the burst): proxy CPU {cores:.3f} cores, about "
+          f"{cores / REFUSALS_PER_S * 1e6:.0f} us per refusal at the paced {REFUSALS_PER_S:.0f}/s "
+          f"(the flooder's average rate, burst included: {rate:.0f}/s)")
     best = {k: args.mb / min(v) for k, v in t.items() if k in ("direct", "proxy")}
     print(f"transfer {args.mb} MB (best of {args.runs}, info): direct {best['direct']:.0f} MB/s, proxied "
           f"{best['proxy']:.0f} MB/s  ratio {best['proxy'] / best['direct']:.2f}x")

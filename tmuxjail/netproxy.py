@@ -22,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import os
+import queue
 import socket
 import threading
 import time
@@ -76,6 +77,9 @@ class Proxy:
         self.overrides: dict[str, tuple[str, bool]] = {n: (a, bool(t)) for n, a, t in resolve}
         self.rec = Recorder(directory, owner)
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._queue: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()  # connections for idle workers
+        self._idle = 0
+        self._idle_lock = threading.Lock()
         self._bucket = [REFUSAL_BURST, time.monotonic()]  # refusal tokens, when last filled
         self._bucket_lock = threading.Lock()
         self._own: tuple[float, frozenset | None] = (0.0, None)
@@ -156,21 +160,39 @@ class Proxy:
                 conn.close()
                 time.sleep(FULL_PAUSE)
                 continue
-            try:
-                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-            except RuntimeError:  # no thread to be had (the user's process limit): refused, recorded
+            if not self._dispatch(conn):  # no thread to be had (the user's process limit): refused, recorded
                 self.rec.event("no-slot", "cannot start a thread")
                 conn.close()
                 self.slots.release()
 
-    def _handle(self, conn: socket.socket) -> None:
+    def _dispatch(self, conn: socket.socket) -> bool:
+        """Hand a connection (its slot taken) to an idle worker, or to a new one. Workers are kept
+        for the next connection: starting a thread per connection was most of what a flood of
+        refusals cost the proxy, CPU taken from the tunnels. A worker counts itself idle before it
+        gives its slot back, so there are never more workers than slots (MAX_CONNECTIONS)."""
+        with self._idle_lock:
+            if self._idle:
+                self._idle -= 1
+                self._queue.put(conn)
+                return True
         try:
-            self.handle(conn)
-        except Exception as exc:  # noqa: BLE001 - one connection's failure never stops the proxy
-            del exc
-        finally:
-            conn.close()
-            self.slots.release()
+            threading.Thread(target=self._worker, args=(conn,), daemon=True).start()
+        except RuntimeError:
+            return False
+        return True
+
+    def _worker(self, conn: socket.socket) -> None:
+        while True:
+            try:
+                self.handle(conn)
+            except Exception as exc:  # noqa: BLE001 - one connection's failure never stops the proxy
+                del exc
+            finally:
+                conn.close()
+                with self._idle_lock:
+                    self._idle += 1
+                self.slots.release()
+            conn = self._queue.get()
 
     def handle(self, conn: socket.socket) -> None:
         conn.settimeout(HEAD_TIMEOUT)

@@ -177,6 +177,53 @@ def start(b: Bench) -> None:
     b.meta.update(bwrap_argv=bw_argv, srt=srt)
 
 
+# -- 1a. the jail's share of the user's limits (issue 27.2) ----------------------------------
+
+
+def limits(b: Bench) -> None:
+    """A warm start with the jail's share of the per-user counts (the launcher's own user and
+    mount namespace, /proc/sys/user/* lowered, a devpts with max=) against the same start in a
+    world whose config accepts their absence (accept_missing_guards = ["jail-namespace-limits"]),
+    interleaved run by run, alternating which goes first. Target (issue 27): <= 1.05x."""
+    n, res = b.n, b.results
+    worlds = {}
+    for label, config in (("on", ""), ("off", 'accept_missing_guards = ["jail-namespace-limits"]\n')):
+        w = b.world(f"limits-{label}")
+        make_standin(w.bin / "codex", SMALL_SIZE)
+        cfg = w.home / ".config" / "tmuxjail"
+        cfg.mkdir(parents=True)
+        (cfg / "config.toml").write_text(config)
+        w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
+        worlds[label] = (w, w.workspace("ws"))
+    shares = {}
+    for label, (w, ws) in worlds.items():
+        shares[label] = (w.dry_run(ws)["policy"].get("limits") or {}).get("user")
+    if not shares["on"] or shares["off"]:
+        raise RuntimeError(f"the two worlds do not differ by the namespace share: {shares}")
+
+    def one(label: str, i: int) -> float | None:
+        w, ws = worlds[label]
+        t = _started(time_until_ready(w.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws),
+                                           "--name", f"l{i}", "--detach"), w.env, ws / READY),
+                     f"tmuxjail start (limits {label})")
+        w.kill_session(f"l{i}")
+        return t.ready
+
+    for label in worlds:  # warm-up, not counted: fills the policy and identity caches
+        one(label, 0)
+    got: dict[str, list[float | None]] = {"on": [], "off": []}
+    for i in range(1, n + 1):
+        for label in (("on", "off") if i % 2 else ("off", "on")):
+            got[label].append(one(label, i))
+    for w, _ in worlds.values():
+        w.tmux("kill-server", check=False)
+    row = res.add("start", "tmuxjail start → ready, with the jail's namespace share (warm)", "s", got["on"],
+                  note="the launcher's own user+mount namespace: /proc/sys/user/* at the share, devpts max= "
+                       "(issue 27.2)")
+    row.compare("same, accept_missing_guards = [\"jail-namespace-limits\"] (no namespace share)", got["off"],
+                target=1.05)
+
+
 # -- 1b. the in-pane launcher, to its exec of bwrap (issue 18.3) --------------------------------
 
 LAUNCH_STUB = ("import sys, os; sys.path[:0] = [{root!r}]; os.execve = lambda *a: os._exit(0); "
@@ -557,6 +604,6 @@ def work(b: Bench) -> None:
 
 
 PARTS: dict[str, Callable[[Bench], None]] = {
-    "start": start, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
+    "start": start, "limits": limits, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
     "cli": cli, "work": work, "firstscreen": firstscreen,
 }

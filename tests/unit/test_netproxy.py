@@ -242,6 +242,69 @@ def test_refusal_is_a_403_with_one_line_naming_the_rule(tmp_path, no_dns):
     assert b"--allow-domain elsewhere.test" in body
 
 
+def _refused(path) -> bytes:
+    c = _connect(path, "elsewhere.test:443")
+    data = b""
+    while chunk := c.recv(4096):
+        data += chunk
+    c.close()
+    return data
+
+
+def test_workers_are_kept_for_the_next_connection(tmp_path, no_dns, monkeypatch):
+    """A flood of refusals does not start a thread per connection (that was most of what it cost
+    the proxy, CPU taken from the tunnels): the workers serve one connection after another."""
+    started = []
+
+    class Counted(threading.Thread):
+        def start(self):
+            started.append(self.name)
+            super().start()
+    monkeypatch.setattr(netproxy.threading, "Thread", Counted)
+    path = _serve(tmp_path, allow=("example.com",))
+    for _ in range(40):
+        assert _refused(path).startswith(b"HTTP/1.1 403")
+    assert len(started) <= 10, started  # serve + flusher, and a worker or a few (a reply precedes its idle mark)
+
+
+def test_never_more_workers_than_slots(tmp_path, no_dns):
+    """Workers are bounded by the connection slots (the proxy's threads count toward the jail's
+    share): a worker counts itself idle before it frees its slot, so the accept loop, which starts
+    a worker only when none is idle, never starts one past the slots; concurrent refusals past
+    them are shed, never given a thread of their own."""
+    before = set(threading.enumerate())  # (other tests' proxies keep their workers)
+    p = proxy(allow=("example.com",))
+
+    def workers():
+        return [t for t in set(threading.enumerate()) - before if "_worker" in t.name]
+    seen = []
+
+    class Slots(threading.BoundedSemaphore):
+        def release(self, n=1):
+            seen.append((p._idle, len(workers())))  # freed by a worker: it is idle already
+            super().release(n)
+    p.slots = Slots(3)
+    listener, path = netproxy.listen(str(tmp_path / "net"))
+    threading.Thread(target=p.serve, args=(listener,), daemon=True).start()
+    for k in range(1, 6):  # one at a time: every worker is idle when a slot is freed
+        assert _refused(path).startswith(b"HTTP/1.1 403")
+        assert _until(lambda k=k: len(seen) == k)
+    assert all(idle == n for idle, n in seen), seen
+
+    def ask():
+        try:
+            _refused(path)
+        except OSError:
+            pass
+    clients = [threading.Thread(target=ask) for _ in range(30)]
+    for t in clients:
+        t.start()
+    for t in clients:
+        t.join()
+    assert 1 <= len(workers()) <= 3 and _until(lambda: p._idle == len(workers()))
+    assert _refused(path).startswith(b"HTTP/1.1 403")  # and they serve again
+
+
 def test_head_size_is_bounded(tmp_path, no_dns):
     path = _serve(tmp_path)
     c = socket.socket(socket.AF_UNIX)

@@ -4,8 +4,9 @@ parsed trace (pure, given a `host_has` function). Paths and kinds only, never co
 from __future__ import annotations
 
 import errno as errno_mod
+import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -158,53 +159,131 @@ def area(path: str, meta: dict) -> str:
     return "other"
 
 
-def cli_pids(t: trace_mod.Trace) -> tuple[dict[int, int], dict[int, int]]:
-    """(parent of each pid, the line from which each pid is the CLI's). The root is bubblewrap:
-    its setup (mounts, binds, the namespace's init) is not the CLI's; a pid becomes the CLI's at
-    its first successful exec of something other than bubblewrap, and its children are the CLI's
-    from their birth."""
-    parent: dict[int, int] = {}
-    for c in t.calls:
+class _Use:
+    """One distinct path while a trace is read: small, since a flood of distinct names makes many
+    (kinds and tried are shared tuples, see _with); a PathUse is made only for the entries the
+    evidence keeps."""
+
+    __slots__ = ("area", "count", "hidden", "kinds", "lines", "odd", "path", "tried")
+
+    def __init__(self, area: str) -> None:
+        self.area, self.count, self.odd, self.hidden, self.path = area, 0, False, False, ""
+        self.kinds: tuple[str, ...] = ()  # what succeeded, sorted
+        self.tried: tuple[tuple[str, str], ...] = ()  # (kind, errno) of the first failure of each kind
+        self.lines: list[int] = []
+
+    def model(self) -> PathUse:
+        return PathUse(path=self.path, area=self.area, kinds=list(self.kinds), tried=dict(self.tried),
+                       hidden=self.hidden, odd=self.odd, lines=self.lines, count=self.count)
+
+
+@functools.lru_cache(maxsize=4096)
+def _with(items: tuple, item) -> tuple:
+    """items with item added (kinds: kept sorted; tried: in order), one shared tuple per value."""
+    return tuple(sorted((*items, item))) if isinstance(item, str) else (*items, item)
+
+
+class Tree:
+    """What the first pass over a trace keeps for the second (pure, bounded by the number of
+    processes, never by the trace's length): the parent of each pid (strace may print a child's
+    first calls before its parent's fork returns, so this needs the whole trace), the root
+    (bubblewrap), what the root executed, and the root's exit."""
+
+    CALLS = frozenset({*trace_mod.FORKS, "execve"})  # all the calls see() looks at
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+        self.root: int | None = None
+        self.bwrap: tuple[bytes, bool] | None = None
+        self.root_exit: trace_mod.Exit | None = None
+        self._root_execd = False
+
+    def see(self, ev: trace_mod.Call | trace_mod.Exit) -> None:
+        if isinstance(ev, trace_mod.Exit):
+            if ev.pid == self.root and self.root_exit is None:
+                self.root_exit = ev
+            return
+        c = ev
+        if self.root is None:
+            self.root = c.pid
         if c.name in trace_mod.FORKS and c.ok:
             child = c.child if c.child is not None else (int(c.ret) if c.ret.isdigit() else None)
             if child:
-                parent.setdefault(child, c.pid)
-    if not t.calls:
-        return parent, {}
-    root = t.calls[0].pid
-    bwrap = next((c.string(0) for c in t.calls if c.name == "execve" and c.pid == root), None)
-    since: dict[int, int] = {}
+                self.parent.setdefault(child, c.pid)
+        if not self._root_execd and c.name == "execve" and c.pid == self.root:
+            self.bwrap, self._root_execd = c.string(0), True
 
-    def inherited(pid: int) -> int | None:
+
+class _Since:
+    """The line from which each pid is the CLI's. The root is bubblewrap: its setup (mounts, binds,
+    the namespace's init) is not the CLI's; a pid becomes the CLI's at its first successful exec of
+    something other than bubblewrap, and its children are the CLI's from their birth. Fed the calls
+    in order (one pass), after the whole Tree is known."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.since: dict[int, int] = {}
+
+    def _inherited(self, pid: int) -> int | None:
         seen = set()
-        p = parent.get(pid)
+        p = self.tree.parent.get(pid)
         while p is not None and p not in seen:
-            if p in since:
-                return since[p]
+            if p in self.since:
+                return self.since[p]
             seen.add(p)
-            p = parent.get(p)
+            p = self.tree.parent.get(p)
         return None
 
-    for c in t.calls:
-        if c.pid in since:
-            continue
-        if inherited(c.pid) is not None or (c.name == "execve" and c.ok and c.pid != root and (bwrap is None or c.string(0) != bwrap)):
-            since[c.pid] = c.line
-    return parent, since
+    def see(self, c: trace_mod.Call) -> bool:
+        """Whether call c is the CLI's."""
+        if c.pid not in self.since:
+            bwrap, root = self.tree.bwrap, self.tree.root
+            if self._inherited(c.pid) is not None or (c.name == "execve" and c.ok and c.pid != root and (
+                    bwrap is None or c.string(0) != bwrap)):
+                self.since[c.pid] = c.line
+        return c.pid in self.since and c.line >= self.since[c.pid]
 
 
 def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[[str], bool],
           proxy_log: list[dict] | None, timed_out: bool = False) -> Evidence:
-    parent, since = cli_pids(t)
+    """The evidence of a parsed trace held in memory (tests; `build_stream` is the same over a
+    file)."""
+    tree = Tree()
+    for c in t.calls:
+        tree.see(c)
+    for e in t.exits:
+        tree.see(e)
+    return _build(meta, tree, t, t.calls, trace_sha256, host_has, proxy_log, timed_out)
+
+
+def build_stream(meta: dict, reopen: Callable[[], Iterable[str]], trace_sha256: Callable[[], str],
+                 host_has: Callable[[str], bool], proxy_log: list[dict] | None,
+                 timed_out: bool = False) -> Evidence:
+    """The evidence of a trace read twice as a stream (reopen() gives its lines from the start
+    each time): the first pass keeps the Tree (parsing only the calls it needs), the second the
+    counters and the paths, each distinct path once with its counters. Memory grows with the
+    processes and the distinct paths, not with the trace's length. trace_sha256 is asked after
+    the first pass (which may hash it)."""
+    tree = Tree()
+    for e in trace_mod.events(reopen(), trace_mod.Trace(), only=Tree.CALLS):
+        tree.see(e)
+    t = trace_mod.Trace()  # the counters, from the second pass: it parses every line
+    calls = (e for e in trace_mod.events(reopen(), t) if isinstance(e, trace_mod.Call))
+    return _build(meta, tree, t, calls, trace_sha256(), host_has, proxy_log, timed_out)
+
+
+def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod.Call], trace_sha256: str,
+           host_has: Callable[[str], bool], proxy_log: list[dict] | None, timed_out: bool) -> Evidence:
+    parent, cli = tree.parent, _Since(tree)
     cwd: dict[int, bytes] = {}
     ws0 = meta["workspaces"][0].encode()
     execs: dict[int, list[str]] = {}
     first_line: dict[int, int] = {}
-    uses: dict[str, dict] = {}
+    uses: dict[str, _Use] = {}
     ws_counts: dict[str, int] = {}
     connects: dict[str, dict] = {}
-    for c in t.calls:
-        if c.pid not in since or c.line < since[c.pid]:
+    for c in calls:
+        if not cli.see(c):
             continue
         first_line.setdefault(c.pid, c.line)
         if c.pid not in cwd:
@@ -227,17 +306,18 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
                 if a.ok and a.kind != "probe":
                     ws_counts[a.kind] = ws_counts.get(a.kind, 0) + 1
                 continue
-            u = uses.setdefault(a.path, {"kinds": set(), "tried": {}, "lines": [], "odd": False, "area": where,
-                                         "count": 0})
-            u["count"] += 1
+            u = uses.get(a.path)
+            if u is None:
+                u = uses[a.path] = _Use(where)
+            u.count += 1
             if a.ok:
-                if a.kind != "probe":
-                    u["kinds"].add(a.kind)
-            else:
-                u["tried"].setdefault(a.kind, a.errno or "?")
-            u["odd"] = u["odd"] or a.odd
-            if len(u["lines"]) < MAX_REFS:
-                u["lines"].append(a.line)
+                if a.kind != "probe" and a.kind not in u.kinds:
+                    u.kinds = _with(u.kinds, a.kind)
+            elif all(k != a.kind for k, _ in u.tried):
+                u.tried = _with(u.tried, (a.kind, a.errno or "?"))
+            u.odd = u.odd or a.odd
+            if len(u.lines) < MAX_REFS:
+                u.lines.append(a.line)
             if a.kind == "exec" and a.ok:
                 execs.setdefault(c.pid, []).append(a.path)
         if c.name in ("chdir", "fchdir") and c.ok:
@@ -247,25 +327,25 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
             elif c.name == "fchdir" and (dirfd := c.decor(0)):
                 cwd[c.pid] = dirfd
 
-    paths, denials = [], []
+    held_p: list[_Use] = []
+    held_d: list[_Use] = []
     for path, u in sorted(uses.items()):
-        tried = u["tried"]
-        hidden = any(e in DENIED for e in tried.values()) or (
-            any(e in HIDDEN for e in tried.values()) and not u["odd"] and u["area"] != "unknown"
-            and host_has(path))
-        use = PathUse(path=path, area=u["area"], kinds=sorted(u["kinds"]), tried=tried, hidden=hidden,
-                      odd=u["odd"], lines=u["lines"], count=u["count"])
-        if hidden:
-            denials.append(use)
-        if u["kinds"] or u["odd"]:  # an odd name is kept even when it failed: a line in the evidence
-            paths.append(use)
-    paths, folded_p, cut_p = fit(paths, "paths")
-    denials, folded_d, cut_d = fit(denials, "denials")
+        errs = [e for _, e in u.tried]
+        u.hidden = any(e in DENIED for e in errs) or (
+            any(e in HIDDEN for e in errs) and not u.odd and u.area != "unknown" and host_has(path))
+        u.path = path
+        if u.hidden:
+            held_d.append(u)
+        if u.kinds or u.odd:  # an odd name is kept even when it failed: a line in the evidence
+            held_p.append(u)
+    del uses
+    kept_p, folded_p, cut_p = fit(held_p, "paths")
+    kept_d, folded_d, cut_d = fit(held_d, "denials")
+    paths, denials = [u.model() for u in kept_p], [u.model() for u in kept_d]  # models only for what is kept
     collapsed = folded_p + folded_d
     dropped = sum(c.paths for c in collapsed) + cut_p + cut_d
 
-    root = t.calls[0].pid if t.calls else None
-    ex = next((e for e in t.exits if e.pid == root), None)
+    ex = tree.root_exit
     status = ex.status if ex else None
     ident = meta["identity"]
     provided, declared = sorted(meta.get("env_provided", ())), sorted(meta.get("env_declared", ()))
@@ -298,13 +378,13 @@ def build(meta: dict, t: trace_mod.Trace, trace_sha256: str, host_has: Callable[
     )
 
 
-def fit(uses: list[PathUse], which: Literal["paths", "denials"]) -> tuple[list[PathUse], list[Collapsed], int]:
+def fit(uses: list[_Use], which: Literal["paths", "denials"]) -> tuple[list[_Use], list[Collapsed], int]:
     """At most MAX_PATHS entries, so that a flood of distinct paths cannot push out what comes
     after it: the directories holding the most entries are folded into one named, counted line
     each until the rest fits; only if that is not enough is the tail cut. (kept, folded, cut)."""
     if len(uses) <= MAX_PATHS:
         return uses, [], 0
-    groups: dict[str, list[PathUse]] = {}
+    groups: dict[str, list[_Use]] = {}
     for u in uses:
         groups.setdefault(os.path.dirname(u.path) or "/", []).append(u)
     n, fold = len(uses), list[str]()
@@ -316,7 +396,8 @@ def fit(uses: list[PathUse], which: Literal["paths", "denials"]) -> tuple[list[P
     gone = set(fold)
     kept = [u for u in uses if (os.path.dirname(u.path) or "/") not in gone]
     folded = [Collapsed(directory=d, where=which, paths=len(groups[d]),
-                        kinds=sorted({k for u in groups[d] for k in [*u.kinds, *u.tried]})) for d in fold]
+                        kinds=sorted({k for u in groups[d] for k in [*u.kinds, *(k for k, _ in u.tried)]}))
+              for d in fold]
     return kept[:MAX_PATHS], folded, max(0, len(kept) - MAX_PATHS)
 
 

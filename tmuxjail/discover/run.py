@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -253,26 +254,48 @@ def finish(ctx, did: str, timed_out: bool = False) -> dict:
     if (d / "evidence.json").exists():
         return _read_json(d / "evidence.json")
     _stop(ctx, m)
-    h = hashlib.sha256()
-    try:
-        fd = os.open(d / "trace", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        raise TmuxjailError(f"discovery {did} has no trace (the jail did not start)") from None
-    with os.fdopen(fd, "rb") as f:
-        def lines():
-            for raw in f:
-                h.update(raw)
-                yield raw.decode("ascii", "replace")
-        t = trace_mod.parse(lines())
-        for raw in f:  # the rest of an over-long trace, for the hash
-            h.update(raw)
-    ev = ev_mod.build(m, t, "sha256:" + h.hexdigest(), _host_has, _proxy_log(ctx, m), timed_out)
+    ev = evidence_of(m, d / "trace", _proxy_log(ctx, m), timed_out)
     data = ev.dump()
     _write_new(d / "evidence.json", json.dumps(data, indent=2, sort_keys=True))
     _compress(d / "trace")
     if not m.get("replay_of"):
         write_candidate(ctx, m, ev)
     return data
+
+
+def evidence_of(m: dict, trace: Path, proxy_log: list[dict] | None, timed_out: bool = False,
+                host_has=_host_has) -> Evidence:
+    """The evidence of a trace file, read as a stream twice: memory grows with the processes and
+    the distinct paths the run used, not with the trace's length (bench/trace_memory.py)."""
+    try:
+        fd = os.open(trace, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        raise TmuxjailError(f"discovery {m['id']} has no trace (the jail did not start)") from None
+    with os.fdopen(fd, "rb") as f:
+        h = hashlib.sha256()
+        first = [h]  # the first pass hashes the file
+        return ev_mod.build_stream(m, lambda: _lines(f, first.pop() if first else None),
+                                   lambda: "sha256:" + h.hexdigest(), host_has, proxy_log, timed_out)
+
+
+def _lines(f, h) -> Iterator[str]:
+    """The trace's lines from its start, read a bounded piece at a time: the evidence is built in
+    two passes over the file (evidence.build_stream), never from the whole of it in memory. h (or
+    None): a hash fed every byte. A line longer than the parser accepts is passed on cut (still too
+    long: rejected and counted, as it was whole)."""
+    f.seek(0)
+    hashing = h is not None
+    limit = trace_mod.MAX_LINE + 2
+    while raw := f.readline(limit):
+        if hashing:
+            h.update(raw)
+        if len(raw) == limit and not raw.endswith(b"\n"):
+            while (rest := f.readline(1 << 20)):
+                if hashing:
+                    h.update(rest)
+                if rest.endswith(b"\n"):
+                    break
+        yield raw.decode("ascii", "replace")
 
 
 def _compress(trace: Path) -> None:

@@ -15,6 +15,7 @@ import os
 import posixpath
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 STRACE = "/usr/bin/strace"
@@ -146,9 +147,26 @@ def split_args(skel: str) -> tuple[str, ...]:
 
 def parse(lines, max_lines: int | None = None) -> Trace:
     """lines: an iterable of text lines (decoded as ASCII with errors replaced). The trace's size
-    cap (tracecap.py) bounds a real trace; max_lines only bounds a test's."""
+    cap (tracecap.py) bounds a real trace; max_lines only bounds a test's. Holds every call: for
+    a trace of any size, stream it with `events` instead (what discovery's evidence does)."""
     t = Trace()
+    for ev in events(lines, t, max_lines):
+        if isinstance(ev, Call):
+            t.calls.append(ev)
+        else:
+            t.exits.append(ev)
+    return t
+
+
+def events(lines, t: Trace, max_lines: int | None = None, only: frozenset[str] | None = None
+           ) -> Iterator[Call | Exit]:
+    """The calls and exits of a trace, in order, one at a time: what is held is one line and the
+    unfinished call of each process, never the trace. `t` gets the counters (lines, rejected,
+    truncated, cap, first and last timestamp); its calls and exits are left empty. only: after the
+    first call, the names of the calls worth parsing (the others are skipped, and `t.rejected`
+    then undercounts): a cheaper pass when only those are wanted."""
     pending: dict[int, tuple[str, int]] = {}
+    first = True
     for n, raw in enumerate(lines, 1):
         if max_lines is not None and n > max_lines:
             t.truncated = True
@@ -183,18 +201,20 @@ def parse(lines, max_lines: int | None = None) -> Trace:
         if rest.startswith("+++"):
             e, k = EXITED.fullmatch(rest), KILLED.fullmatch(rest)
             if e or k:
-                t.exits.append(Exit(pid, ts, int(e.group(1)) if e else None, k.group(1) if k else None, n))
+                yield Exit(pid, ts, int(e.group(1)) if e else None, k.group(1) if k else None, n)
             else:
                 t.rejected += 1
             continue
         if rest.startswith("---"):
             continue  # a signal delivery: not evidence of access
+        if only is not None and not first and rest[:rest.find("(")] not in only:
+            continue
         call = _call(pid, ts, rest, n_at)
         if call is None:
             t.rejected += 1
         else:
-            t.calls.append(call)
-    return t
+            first = False
+            yield call
 
 
 def _call(pid: int, ts: float, rest: str, n: int) -> Call | None:
