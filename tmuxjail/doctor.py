@@ -101,6 +101,9 @@ def limit_checks() -> list[tuple[str, str]]:
               *(f"{name} {value} of your {have['user'][name]}" for name, value in lim.user)]
     out.append(("jail share", f"each jail takes at most {lim.share} of each per-user limit (limits.share): "
                 + "; ".join(counts)))
+    out.append(("not shared out", f"epoll watches ({_read('/proc/sys/fs/epoll/max_user_watches') or '?'} per user, "
+                "fs.epoll.max_user_watches) and pipe buffer pages: no namespace lowers them, so a jail can "
+                "use all of them (docs/resources.md)"))
     if os.getuid() == 0:
         found = pids.hierarchy()
         out.append(("process limit", f"{lim.nproc} per root-run jail, in a pids cgroup under {found[0]}/{pids.GROUP} "
