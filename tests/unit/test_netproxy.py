@@ -525,3 +525,62 @@ def test_prune_removes_every_record_of_the_session(tmp_path):
         (tmp_path / n).write_text("{}\n")
     forget_network(str(tmp_path))
     assert not tmp_path.exists()
+
+
+def test_a_name_with_two_checked_addresses_is_connected_to_the_first_that_answers_only(no_dns):
+    """Every resolved address is checked; the proxy connects to the first that answers and to
+    nothing else. Going on past it would connect to each in turn and keep the last (opening
+    connections the jail never sees, to addresses it never chose)."""
+    first, second = socket.socket(), socket.socket()
+    for s in (first, second):
+        s.bind(("127.0.0.1", 0))
+        s.listen(4)
+        s.setblocking(False)
+    p = proxy()
+    p.decide = lambda host, port: ([first.getsockname(), second.getsockname()], "*")  # two checked answers
+    jail, conn = socket.socketpair()
+    p.slots.acquire()  # (as serve does)
+    threading.Thread(target=p._handle, args=(conn,), daemon=True).start()
+    jail.settimeout(10)
+    jail.sendall(b"CONNECT two.test:443 HTTP/1.1\r\nHost: two.test:443\r\n\r\n")
+    assert jail.recv(64).startswith(b"HTTP/1.1 200")
+    first.setblocking(True)
+    first.settimeout(10)
+    first.accept()[0].close()
+    with pytest.raises(BlockingIOError):  # connected before the 200 was sent, or never
+        second.accept()
+    jail.close()
+    first.close()
+    second.close()
+
+
+_PROXY_CHILD = """
+import os, sys
+from tmuxjail import netproxy
+listener, path = netproxy.listen(sys.argv[1])
+print(path, flush=True)
+netproxy.run({}, (listener, path, os.pidfd_open(os.getppid()), None), os.getppid())
+"""
+
+
+def test_the_proxy_keeps_no_fd_of_its_launcher(tmp_path):
+    """The proxy is forked from the launcher's helper: whatever that held open (the store, the
+    pipes to the launcher, the pane's files) it closes before serving the jail; it keeps only its
+    listener and the watch on its launcher."""
+    import sys
+
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-P", "-c", _PROXY_CHILD, str(tmp_path / "net")],
+                            stdout=subprocess.PIPE, text=True, pass_fds=(w,))
+    try:
+        os.close(w)
+        path = proc.stdout.readline().strip()
+        c = _connect(path, "anything.test:443")  # answered by serve(): the fds are closed by then
+        assert c.recv(64).startswith(b"HTTP/1.1 403")
+        c.close()
+        os.set_blocking(r, False)
+        assert os.read(r, 1) == b""  # EOF: the proxy holds no copy of the launcher's pipe
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        os.close(r)
