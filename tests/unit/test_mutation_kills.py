@@ -1067,3 +1067,102 @@ def test_a_key_whose_inputs_cannot_be_read_caches_nothing(monkeypatch):
             raise exc
         monkeypatch.setattr(warm, "inputs", unreadable)
         assert warm.key_of(None, None, (), None, "", "/usr/bin/bwrap", False) is None
+
+
+# -- survivors of the mutation run: netlog (show --network) -------------------------------------
+
+def _counter_file(directory, name, table):
+    (directory / f"counters-{name}.json").write_text(json.dumps({"allowed": 0}) + "\n" + table + "\n")
+
+
+def test_show_network_merges_every_proxys_counters_past_unreadable_ones(tmp_path):
+    """Each proxy of a session keeps its own counters file; one that is torn or forged (the host
+    names in it came from the jail) is skipped, never the end of the reading."""
+    from tmuxjail import netlog
+
+    _counter_file(tmp_path, "1", "{torn")
+    _counter_file(tmp_path, "2", "[1, 2]")
+    e = {"allowed": 0, "denied": 1, "failed": 0, "bytes": 0, "ports": [443]}
+    _counter_file(tmp_path, "3", json.dumps({"destinations": {"a.test": "x", "b.test": {**e, "rule": "first", "last": "2"}},
+                                             "other": {"denied:allowlist": 4}}))
+    _counter_file(tmp_path, "4", json.dumps({"destinations": {"b.test": {**e, "rule": "same-time", "last": "2"},
+                                                              "c.test": {**e, "rule": "new", "last": "5"}}}))
+    _counter_file(tmp_path, "5", json.dumps({"destinations": {"c.test": {**e, "rule": "older", "last": "3"}}}))
+    got = netlog.counters(str(tmp_path))
+    assert set(got["destinations"]) == {"b.test", "c.test"} and got["other"] == {"denied:allowlist": 4}
+    assert got["destinations"]["b.test"]["denied"] == 2 and got["destinations"]["c.test"]["denied"] == 2
+    # the rule shown is the latest one's; of two at the same time, the later file's
+    assert got["destinations"]["b.test"]["rule"] == "same-time" and got["destinations"]["c.test"]["rule"] == "new"
+
+
+def test_show_network_says_what_would_allow_a_denied_destination():
+    from tmuxjail import netlog
+
+    iso, compat = {"mode": "isolated", "provider": "codex"}, {"mode": "compatibility", "provider": "codex"}
+    assert netlog.fix("allowlist", "x.test", iso, None).startswith("a new session (today's config allows it): ")
+    assert netlog.fix("allowlist", "x.test", compat, None).startswith("a new session: tmuxjail start codex")
+    assert netlog.fix("literal-address", "x.test", iso, None).startswith("connect by name")
+    assert netlog.fix("loopback", "127.0.0.1", iso, None).startswith("connect by name")
+
+
+def test_show_network_text_shows_every_part_it_has(tmp_path):
+    from tmuxjail import netlog
+
+    session = {"id": "s1", "name": "j", "policy": {"network": "proxy", "allow_domains": ["a.test", "b.test"]}}
+    rep = netlog.report(session, str(tmp_path / "store.db"))
+    assert rep["network"] == "proxy" and rep["allow_domains"] == ["a.test", "b.test"]
+    assert netlog.text(rep).splitlines() == ["network: proxy", "allowed domains: a.test b.test", "no destinations yet"]
+    assert netlog.text({**rep, "network": "host"}).splitlines() == ["network: host", "no proxy: nothing is logged"]
+    assert netlog.text({**rep, "allow_domains": []}).splitlines()[1] == "allowed domains: (none)"
+
+    def dest(host, allowed, denied):
+        return {"host": host, "allowed": allowed, "denied": denied, "failed": 0, "bytes": 0, "ports": [443], "rule": "r"}
+    row = {"time": "T", "host": "a.test", "port": 443, "address": "192.0.2.1", "decision": "allowed", "rule": "a.test"}
+    full = {**rep, "rows": [row, {**row, "address": "", "rule": "", "decision": "malformed", "count": 3}],
+            "dropped": {"rotated": 3, "unwritten": 2}, "totals": {"allowed": 1},
+            "by_destination": [dest("a.test", 1, 1)] + [dest(f"d{i:02}.test", 0, 1) for i in range(netlog.SHOWN + 1)],
+            "other": {"denied:allowlist": 7}}
+    lines = netlog.text(full).splitlines()
+    assert lines[2].startswith("log: 5 older rows dropped (3 by rotation, 2 unwritable)")
+    assert lines[4] == "by destination:" and lines[5].startswith("  a.test:443  1 allowed, 1 denied")
+    assert [ln for ln in lines if ln.startswith("  d")] == [f"  d{i:02}.test:443  0 allowed, 1 denied, 0 failed, 0 B  (r)"
+                                                          for i in range(netlog.SHOWN)]
+    assert "  ... and 1 more denied destinations (--json lists them)" in lines
+    assert "  (beyond the table) denied by rule allowlist: 7" in lines
+    assert lines[-3:] == ["recent (the last 2 of 2 rows kept):", "  T  allowed  a.test:443  192.0.2.1  (a.test)",
+                          "  T  malformed  a.test:443  -  (-) x3"]
+    exactly = {**full, "by_destination": full["by_destination"][:netlog.SHOWN + 1]}
+    assert not any(ln.startswith("  ... and") for ln in netlog.text(exactly).splitlines())
+    no_rows = netlog.text({**full, "rows": [], "by_destination": []}).splitlines()
+    assert not any(ln.startswith(("recent", "by destination")) for ln in no_rows) and no_rows[-1].startswith("  (beyond")
+    only_rows = netlog.text({**full, "totals": {}, "dropped": {"rotated": 0, "unwritten": 0}}).splitlines()
+    assert only_rows[2].startswith("by destination")
+
+
+# -- survivors of the mutation run: discovery's classification -----------------------------------
+
+def test_classify_folds_only_mere_probes_outside_the_home_and_what_the_layout_hides():
+    """A path the jail hid is folded away (never proposed) only when it is a system path or a mere
+    existence check outside the home; a hidden home path that was only probed, or a hidden path
+    that was read or written, is matched against the capabilities or left raw for a human."""
+    from types import SimpleNamespace as NS
+
+    from tmuxjail.discover.classify import classify
+    from tmuxjail.discover.evidence import PathUse
+
+    def use(path, area, tried, kinds=()):
+        return PathUse(path=path, area=area, kinds=list(kinds), tried=tried, hidden=True, lines=[1])
+    grant = NS(path="~/.aws", kind="dir")
+    profile = NS(capabilities={"aws": NS(paths=[grant])}, baseline=[], optional=["aws"])
+    ev = NS(home="/h", paths=[], denials=[
+        use("/sys/x", "system", {"read": "ENOENT"}),
+        use("/.dockerenv", "other", {"probe": "ENOENT"}),
+        use("/h/.aws/config", "home", {"probe": "ENOENT"}),
+        use("/h/.probed-only", "home", {"probe": "ENOENT"}),
+        use("/opt/read", "other", {"probe": "ENOENT", "read": "ENOENT"}),
+        use("/opt/made", "other", {"probe": "ENOENT"}, kinds=["create"]),
+    ])
+    c = classify(ev, profile, {})
+    assert c.folded == {"hidden-system": 1, "probed": 1}
+    assert list(c.overlay) == ["aws"] and [u.path for u in c.overlay["aws"]] == ["/h/.aws/config"]
+    assert [u.path for u in c.raw] == ["/h/.probed-only", "/opt/read", "/opt/made"]
