@@ -1166,3 +1166,25 @@ def test_classify_folds_only_mere_probes_outside_the_home_and_what_the_layout_hi
     assert c.folded == {"hidden-system": 1, "probed": 1}
     assert list(c.overlay) == ["aws"] and [u.path for u in c.overlay["aws"]] == ["/h/.aws/config"]
     assert [u.path for u in c.raw] == ["/h/.probed-only", "/opt/read", "/opt/made"]
+
+
+def test_show_network_counts_no_forged_negative_and_names_the_fix_of_denied_rows_only(tmp_path):
+    from tmuxjail import netlog
+
+    d = tmp_path / "net" / "s1"
+    d.mkdir(parents=True)
+    (d / "counters-0.json").write_text(json.dumps({"allowed": 1}))  # a totals line only, no newline
+    e = {"allowed": 0, "denied": 2, "failed": 0, "bytes": 0, "ports": [443], "rule": "allowlist", "last": "1"}
+    _counter_file(d, "1", json.dumps({"destinations": {"ok.test": {**e, "allowed": 3, "denied": 0},
+                                                       "no.test": {**e, "denied": -5, "bytes": -9}},
+                                      "other": {"denied:port": 0, "denied:private": -4}}))
+    _counter_file(d, "2", json.dumps({"destinations": {"no.test": e}}))
+    session = {"id": "s1", "name": "j", "mode": "isolated", "provider": "codex",
+               "request": {"workspaces": ["/w"]}, "policy": {"network": "proxy"}}
+    rep = netlog.report(session, str(tmp_path / "store.db"))
+    by = {x["host"]: x for x in rep["by_destination"]}
+    assert by["no.test"]["denied"] == 2 and by["no.test"]["bytes"] == 0 and rep["other"] == {"denied:port": 0}
+    assert "fix" not in by["ok.test"]
+    assert by["no.test"]["fix"].endswith("--mode isolated --network proxy --workspace /w --allow-domain no.test")
+    assert netlog.fix("allowlist", "no.test", {}, None).endswith("--network proxy --allow-domain no.test")
+    assert netlog.fix("allowlist", "not a name!", {}, None) == "not a name any allowlist can hold"
