@@ -1188,3 +1188,19 @@ def test_show_network_counts_no_forged_negative_and_names_the_fix_of_denied_rows
     assert by["no.test"]["fix"].endswith("--mode isolated --network proxy --workspace /w --allow-domain no.test")
     assert netlog.fix("allowlist", "no.test", {}, None).endswith("--network proxy --allow-domain no.test")
     assert netlog.fix("allowlist", "not a name!", {}, None) == "not a name any allowlist can hold"
+
+
+def test_state_guards_are_read_only_and_every_directory_above_them_is_pinned():
+    """A provider's command files in its state dir bound back writable: each guard read-only onto
+    itself, each private copy over the host's file, and each directory between the bound root and
+    them bound onto itself first (a mount point cannot be renamed away, guards and all)."""
+    from tmuxjail.sandbox.bwrap import _state_binds
+
+    policy = {"host_write": ["/h/.pi", "/h/.codex"],
+              "state_guards": ["/h/.pi/agent/hooks/x.json", "/h/.codex/config.toml"],
+              "state_copies": [("/h/.pi/agent/auth.json", "/s/auth.json")]}
+    assert _state_binds(policy) == [
+        "--bind", "/h/.pi/agent", "/h/.pi/agent", "--bind", "/h/.pi/agent/hooks", "/h/.pi/agent/hooks",
+        "--ro-bind-try", "/h/.codex/config.toml", "/h/.codex/config.toml",
+        "--ro-bind-try", "/h/.pi/agent/hooks/x.json", "/h/.pi/agent/hooks/x.json",
+        "--bind", "/s/auth.json", "/h/.pi/agent/auth.json"]
