@@ -1204,3 +1204,20 @@ def test_state_guards_are_read_only_and_every_directory_above_them_is_pinned():
         "--ro-bind-try", "/h/.codex/config.toml", "/h/.codex/config.toml",
         "--ro-bind-try", "/h/.pi/agent/hooks/x.json", "/h/.pi/agent/hooks/x.json",
         "--bind", "/s/auth.json", "/h/.pi/agent/auth.json"]
+
+
+def test_binds_added_to_a_sandbox_argv_go_before_its_closing_remount_and_chdir():
+    from tmuxjail.sandbox.bwrap import seal_start
+
+    args = ["--bind", "/a", "/a", "--remount-ro", "/", "--chdir", "/w", "--", "/bin/cli"]
+    assert seal_start(args) == 3
+    assert seal_start([*args[:7], "--", "/bin/cli", "--remount-ro", "x", "--chdir", "y"]) == 3
+    assert seal_start(["--chdir", "/w", "--", "/bin/cli"]) == 0
+
+
+def test_a_zero_rlimit_share_is_set_not_dropped():
+    """0 is a limit (a user whose memlock is 0 shares none of it); only -1 means none to share."""
+    from tmuxjail.sandbox.bwrap import PRLIMIT, _nproc
+
+    lim = {"nofile": 64, "sigpending": -1, "msgqueue": 0, "memlock": 0, "nproc": 10}
+    assert _nproc({"limits": lim}) == [PRLIMIT, "--nofile=64", "--msgqueue=0", "--memlock=0", "--nproc=10", "--"]
