@@ -1221,3 +1221,11 @@ def test_a_zero_rlimit_share_is_set_not_dropped():
 
     lim = {"nofile": 64, "sigpending": -1, "msgqueue": 0, "memlock": 0, "nproc": 10}
     assert _nproc({"limits": lim}) == [PRLIMIT, "--nofile=64", "--msgqueue=0", "--memlock=0", "--nproc=10", "--"]
+
+
+def test_a_strict_jail_binds_its_cli_install_root_read_only_unless_a_system_dir_holds_it():
+    pol = resolve("isolated")
+    pol = {**pol, "install_roots": ["/home/u/.local/lib/node_modules/@x/cli", "/usr/lib/node_modules/y"]}
+    pairs = _pairs(Bwrap().wrap(pol, ["x"], LAYOUT))
+    assert ("--ro-bind", "/home/u/.local/lib/node_modules/@x/cli") in pairs
+    assert not any(p[1] == "/usr/lib/node_modules/y" for p in pairs)
