@@ -1229,3 +1229,13 @@ def test_a_strict_jail_binds_its_cli_install_root_read_only_unless_a_system_dir_
     pairs = _pairs(Bwrap().wrap(pol, ["x"], LAYOUT))
     assert ("--ro-bind", "/home/u/.local/lib/node_modules/@x/cli") in pairs
     assert not any(p[1] == "/usr/lib/node_modules/y" for p in pairs)
+
+
+def test_a_pty_share_of_zero_still_binds_the_launchers_own_devpts():
+    """ptys >= 0: the launcher mounted the jail's own devpts with max= that share (0 included);
+    bwrap's /dev/pts, which has no max=, must not replace it. Only -1 (no share) keeps bwrap's."""
+    from tmuxjail.sandbox.bwrap import _dev
+
+    for ptys, bound in ((0, True), (8, True), (-1, False)):
+        argv = _dev({"limits": {"ptys": ptys, "tmp_bytes": 1 << 20}})
+        assert (("--dev-bind", "/dev/pts") in _pairs(argv)) is bound, ptys
