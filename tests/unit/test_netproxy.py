@@ -584,3 +584,13 @@ def test_the_proxy_keeps_no_fd_of_its_launcher(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
         os.close(r)
+
+
+def test_parse_request_limits_are_inclusive():
+    """A method of 16 letters and a port of 5 digits are the longest accepted; one more is refused."""
+    assert netproxy.parse_request(b"ABCDEFGHIJKLMNOP http://x.test/ HTTP/1.1")[:2] == ("x.test", 80)
+    with pytest.raises(netproxy.BadRequest) as e:
+        netproxy.parse_request(b"ABCDEFGHIJKLMNOPQ http://x.test/ HTTP/1.1")
+    assert e.value.status == 405
+    assert netproxy.parse_request(b"CONNECT x.test:12345 HTTP/1.1")[:2] == ("x.test", 12345)
+    assert netproxy.parse_request(b"GET http://x.test:12345/ HTTP/1.1")[:2] == ("x.test", 12345)
