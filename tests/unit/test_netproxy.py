@@ -594,3 +594,38 @@ def test_parse_request_limits_are_inclusive():
     assert e.value.status == 405
     assert netproxy.parse_request(b"CONNECT x.test:12345 HTTP/1.1")[:2] == ("x.test", 12345)
     assert netproxy.parse_request(b"GET http://x.test:12345/ HTTP/1.1")[:2] == ("x.test", 12345)
+
+
+def test_refusals_are_paced_past_the_burst_only(monkeypatch):
+    """A token bucket: a refusal with a token left costs no wait; past the burst each waits its
+    turn (a jail hammering denied names gets 250 answers a second, not a busy proxy)."""
+    from types import SimpleNamespace
+
+    slept: list[float] = []
+    monkeypatch.setattr(netproxy, "time", SimpleNamespace(monotonic=lambda: 100.0, sleep=slept.append))
+    p = proxy()
+    p._bucket = [1.0, 100.0]  # one token left
+    p.pace()
+    assert slept == [] and p._bucket == [0.0, 100.0]
+    p.pace()
+    assert slept == [1 / netproxy.REFUSALS_PER_S] and p._bucket == [-1.0, 100.0]
+
+
+def test_a_failed_connect_is_answered_with_the_reason_only(no_dns):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    addr = closed.getsockname()
+    closed.close()  # nothing listens there now
+    p = proxy()
+    p.decide = lambda host, port: ([addr], "*")
+    jail, conn = socket.socketpair()
+    p.slots.acquire()
+    threading.Thread(target=p._handle, args=(conn,), daemon=True).start()
+    jail.settimeout(10)
+    jail.sendall(b"CONNECT up.test:443 HTTP/1.1\r\n\r\n")
+    data = b""
+    while chunk := jail.recv(4096):
+        data += chunk
+    assert data.startswith(b"HTTP/1.1 502")
+    assert data.endswith(b"\r\n\r\nup.test: cannot connect to 127.0.0.1 (Connection refused)\n"), data
+    jail.close()
