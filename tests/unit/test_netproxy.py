@@ -629,3 +629,17 @@ def test_a_failed_connect_is_answered_with_the_reason_only(no_dns):
     assert data.startswith(b"HTTP/1.1 502")
     assert data.endswith(b"\r\n\r\nup.test: cannot connect to 127.0.0.1 (Connection refused)\n"), data
     jail.close()
+
+
+def test_a_host_longer_than_any_name_is_cut_to_253_in_the_answer(tmp_path, no_dns):
+    """The jail chooses the host string: what the proxy echoes (and records) of it is at most a
+    DNS name's length."""
+    (tmp_path / "rec").mkdir()
+    path = _serve(tmp_path, log=str(tmp_path / "rec"))
+    c = _connect(path, "a" * 400 + ":443")
+    data = b""
+    while chunk := c.recv(4096):
+        data += chunk
+    body = data.partition(b"\r\n\r\n")[2]
+    assert data.startswith(b"HTTP/1.1 403") and body.startswith(b"a" * 253 + b": ")
+    c.close()
