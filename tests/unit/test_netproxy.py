@@ -643,3 +643,36 @@ def test_a_host_longer_than_any_name_is_cut_to_253_in_the_answer(tmp_path, no_dn
     body = data.partition(b"\r\n\r\n")[2]
     assert data.startswith(b"HTTP/1.1 403") and body.startswith(b"a" * 253 + b": ")
     c.close()
+
+
+_STUCK_PROXY = """
+import os, sys, threading
+from tmuxjail import netproxy
+
+class Stuck(netproxy.Recorder):
+    def flusher(self):  # a writer that never lets go of the recorder (a wedged disk, say)
+        self.lock.acquire()
+        print("stuck", flush=True)
+        threading.Event().wait()
+
+netproxy.Recorder = Stuck
+listener, path = netproxy.listen(sys.argv[1])
+netproxy.run({}, (listener, path, os.pidfd_open(os.getppid()), None), os.getppid())
+"""
+
+
+def test_the_proxy_ends_when_told_even_if_its_records_cannot_be_flushed(tmp_path):
+    """On the way out the proxy flushes its counters only if the recorder is free soon: a wedged
+    writer must not keep a proxy alive (and its socket bound into the jail) after SIGTERM."""
+    import signal
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-P", "-c", _STUCK_PROXY, str(tmp_path / "net")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "stuck"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
