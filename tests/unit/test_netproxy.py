@@ -602,13 +602,17 @@ def test_refusals_are_paced_past_the_burst_only(monkeypatch):
     from types import SimpleNamespace
 
     slept: list[float] = []
-    monkeypatch.setattr(netproxy, "time", SimpleNamespace(monotonic=lambda: 100.0, sleep=slept.append))
+    clock = [100.0]
+    monkeypatch.setattr(netproxy, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=slept.append))
     p = proxy()
     p._bucket = [1.0, 100.0]  # one token left
     p.pace()
     assert slept == [] and p._bucket == [0.0, 100.0]
     p.pace()
     assert slept == [1 / netproxy.REFUSALS_PER_S] and p._bucket == [-1.0, 100.0]
+    clock[0] = 101.0  # a second later the bucket has refilled by REFUSALS_PER_S
+    p.pace()
+    assert len(slept) == 1 and p._bucket == [netproxy.REFUSALS_PER_S - 2, 101.0]
 
 
 def test_a_failed_connect_is_answered_with_the_reason_only(no_dns):
