@@ -1239,3 +1239,15 @@ def test_a_pty_share_of_zero_still_binds_the_launchers_own_devpts():
     for ptys, bound in ((0, True), (8, True), (-1, False)):
         argv = _dev({"limits": {"ptys": ptys, "tmp_bytes": 1 << 20}})
         assert (("--dev-bind", "/dev/pts") in _pairs(argv)) is bound, ptys
+
+
+def test_the_resume_hint_for_a_changed_resolve_table_replaces_or_removes_it():
+    from tmuxjail import config
+
+    old = {"network": "proxy", "allow_domains": [], "resolve": [["up.test", "192.0.2.7", False]]}
+    today = config.parse('[network]\nisolated = "proxy"\n', "c.toml")
+    steps = config.restore_network("isolated", old, {}, today, "c.toml")
+    assert steps and steps[-1] == 'replace [network.resolve] in c.toml with: `"up.test" = "192.0.2.7"`', steps
+    today = config.parse('[network]\nisolated = "proxy"\n[network.resolve]\n"x.test" = "192.0.2.8"\n', "c.toml")
+    steps = config.restore_network("isolated", {**old, "resolve": []}, {}, today, "c.toml")
+    assert steps and steps[-1] == "remove [network.resolve] from c.toml", steps
