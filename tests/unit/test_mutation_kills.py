@@ -1251,3 +1251,11 @@ def test_the_resume_hint_for_a_changed_resolve_table_replaces_or_removes_it():
     today = config.parse('[network]\nisolated = "proxy"\n[network.resolve]\n"x.test" = "192.0.2.8"\n', "c.toml")
     steps = config.restore_network("isolated", {**old, "resolve": []}, {}, today, "c.toml")
     assert steps and steps[-1] == "remove [network.resolve] from c.toml", steps
+
+
+def test_a_config_size_is_a_whole_non_negative_number_of_bytes_or_units():
+    from tmuxjail.config import _size
+
+    assert _size(0) == 0 and _size(5) == 5 and _size("16") == 16
+    for bad in (-1, True, False, 1.5, "16X", "-1", "M", ""):
+        assert _size(bad) is None, bad
