@@ -1259,3 +1259,18 @@ def test_a_config_size_is_a_whole_non_negative_number_of_bytes_or_units():
     assert _size(0) == 0 and _size(5) == 5 and _size("16") == 16
     for bad in (-1, True, False, 1.5, "16X", "-1", "M", ""):
         assert _size(bad) is None, bad
+
+
+def test_resume_hints_name_only_the_config_changes_that_are_needed():
+    from tmuxjail import config
+
+    def cfg(network, allow):
+        return config.parse(f'[network]\nisolated = "{network}"\n[network.allow_domains]\nisolated = {allow}\n', "c.toml")
+    old = {"network": "proxy", "allow_domains": [], "resolve": []}
+    assert config.restore_network("isolated", old, {"network": "proxy"}, cfg("proxy", "[]"), "c.toml") == []
+    assert config.restore_network("isolated", old, {}, cfg("host", "[]"), "c.toml") == [
+        'add `isolated = "proxy"` under [network] in c.toml (the widest network isolated sessions may ask, and their default)']
+    asked = {**old, "allow_domains": ["b.test"]}
+    assert config.restore_network("isolated", asked, {"network": "proxy", "allow_domains": ["b.test"]},
+                                  cfg("proxy", '["a.test"]'), "c.toml") == [
+        'under [network.allow_domains] in c.toml set `isolated = ["a.test", "b.test"]`']
