@@ -1274,3 +1274,12 @@ def test_resume_hints_name_only_the_config_changes_that_are_needed():
     assert config.restore_network("isolated", asked, {"network": "proxy", "allow_domains": ["b.test"]},
                                   cfg("proxy", '["a.test"]'), "c.toml") == [
         'under [network.allow_domains] in c.toml set `isolated = ["a.test", "b.test"]`']
+
+
+def test_the_discovery_trace_cap_is_checked():
+    from tmuxjail.config import _discover
+
+    assert _discover({"trace_cap": "1M"}, "c") == 1 << 20 and _discover({}, "c") > 1 << 20
+    for bad in ([], {"trace_cap": "1M", "other": 1}, {"trace_cap": "x"}, {"trace_cap": (1 << 20) - 1}):
+        with pytest.raises(ConfigError):
+            _discover(bad, "c")
