@@ -1283,3 +1283,15 @@ def test_the_discovery_trace_cap_is_checked():
     for bad in ([], {"trace_cap": "1M", "other": 1}, {"trace_cap": "x"}, {"trace_cap": (1 << 20) - 1}):
         with pytest.raises(ConfigError):
             _discover(bad, "c")
+
+
+def test_resume_hints_blame_tmuxjail_network_only_when_it_narrows(monkeypatch):
+    from tmuxjail import config
+
+    today = config.parse('[network]\nisolated = "proxy"\n[network.allow_domains]\nisolated = []\n', "c.toml")
+    old = {"network": "proxy", "allow_domains": [], "resolve": []}
+    monkeypatch.setenv("TMUXJAIL_NETWORK", "proxy")
+    assert config.restore_network("isolated", old, {"network": "proxy"}, today, "c.toml") == []
+    monkeypatch.setenv("TMUXJAIL_NETWORK", "none")
+    assert config.restore_network("isolated", old, {"network": "proxy"}, today, "c.toml") == [
+        "TMUXJAIL_NETWORK=none narrows every mode: unset it"]
