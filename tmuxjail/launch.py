@@ -339,6 +339,11 @@ def pane_command(python: str, fp: str, spec: str) -> list[str]:
 def main(argv: list[str]) -> None:
     if len(argv) != 3 or argv[0] != "--fp":
         die("usage: python -m tmuxjail.launch --fp FINGERPRINT SPEC", 2)
+    # SIGCHLD ignored (inherited from whoever started the pane) would stay ignored through the
+    # execs: the kernel reaps bwrap's own child, whose exit bubblewrap then waits for forever.
+    import _signal  # type: ignore[import-not-found]  # signal itself imports enum
+
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     helper = start_helper()
     from .canon import fingerprint
 

@@ -237,3 +237,27 @@ def test_discovery_refuses_without_a_terminal_or_strace_args(world):
     assert env.run("discover", "show", "../x").returncode == 2
     assert env.run("discover", "replay").returncode == 2
     assert env.run("discover", "codex", "--non-interactive", "--timeout", "0").returncode == 2
+
+
+PROXY_PROBE = r"""#!/bin/sh
+python3 - <<'PY' > "$PWD/proxy-answer" 2>&1
+import os, socket
+url = os.environ.get("HTTPS_PROXY", "")
+try:
+    s = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=20)
+    s.sendall(b"CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n")
+    print(s.recv(64).split(b"\r\n")[0].decode())
+except Exception as exc:
+    print("ERROR", type(exc).__name__, url)
+PY
+"""
+
+
+def test_the_observed_run_is_served_by_its_proxy(world):
+    """In a discovery run the proxy is strace's grandchild (its parent, the middle process, exits at
+    once): it must not take that for its launcher's death. A CLI under observation that asks the
+    proxy for a name gets the proxy's answer, not a dead port."""
+    env = world
+    (env.bin / "codex").write_text(PROXY_PROBE)
+    discover(env)
+    assert (env.ws / "proxy-answer").read_text().strip() == "HTTP/1.1 403 Forbidden"

@@ -327,3 +327,15 @@ def test_unknown_machine_refuses_before_anything_runs(jail_env):
     assert env.tmux("ls", check=False).strip() == ""
     if env.store.exists():
         assert sqlite3.connect(env.store).execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+
+
+def test_a_launcher_started_with_sigchld_ignored_still_launches(jail_env, tmp_path):
+    """A pane's program may inherit SIGCHLD ignored (a shell or tmux hook that set it): the kernel
+    then reaps the launcher's helper itself, and waiting for it finds no child. The launch goes on."""
+    import signal
+
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path,
+                   preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert proc.returncode == 0 and "RAN" in proc.stdout, proc.stderr

@@ -1067,3 +1067,231 @@ def test_a_key_whose_inputs_cannot_be_read_caches_nothing(monkeypatch):
             raise exc
         monkeypatch.setattr(warm, "inputs", unreadable)
         assert warm.key_of(None, None, (), None, "", "/usr/bin/bwrap", False) is None
+
+
+# -- survivors of the mutation run: netlog (show --network) -------------------------------------
+
+def _counter_file(directory, name, table):
+    (directory / f"counters-{name}.json").write_text(json.dumps({"allowed": 0}) + "\n" + table + "\n")
+
+
+def test_show_network_merges_every_proxys_counters_past_unreadable_ones(tmp_path):
+    """Each proxy of a session keeps its own counters file; one that is torn or forged (the host
+    names in it came from the jail) is skipped, never the end of the reading."""
+    from tmuxjail import netlog
+
+    _counter_file(tmp_path, "1", "{torn")
+    _counter_file(tmp_path, "2", "[1, 2]")
+    e = {"allowed": 0, "denied": 1, "failed": 0, "bytes": 0, "ports": [443]}
+    _counter_file(tmp_path, "3", json.dumps({"destinations": {"a.test": "x", "b.test": {**e, "rule": "first", "last": "2"}},
+                                             "other": {"denied:allowlist": 4}}))
+    _counter_file(tmp_path, "4", json.dumps({"destinations": {"b.test": {**e, "rule": "same-time", "last": "2"},
+                                                              "c.test": {**e, "rule": "new", "last": "5"}}}))
+    _counter_file(tmp_path, "5", json.dumps({"destinations": {"c.test": {**e, "rule": "older", "last": "3"}}}))
+    got = netlog.counters(str(tmp_path))
+    assert set(got["destinations"]) == {"b.test", "c.test"} and got["other"] == {"denied:allowlist": 4}
+    assert got["destinations"]["b.test"]["denied"] == 2 and got["destinations"]["c.test"]["denied"] == 2
+    # the rule shown is the latest one's; of two at the same time, the later file's
+    assert got["destinations"]["b.test"]["rule"] == "same-time" and got["destinations"]["c.test"]["rule"] == "new"
+
+
+def test_show_network_says_what_would_allow_a_denied_destination():
+    from tmuxjail import netlog
+
+    iso, compat = {"mode": "isolated", "provider": "codex"}, {"mode": "compatibility", "provider": "codex"}
+    assert netlog.fix("allowlist", "x.test", iso, None).startswith("a new session (today's config allows it): ")
+    assert netlog.fix("allowlist", "x.test", compat, None).startswith("a new session: tmuxjail start codex")
+    assert netlog.fix("literal-address", "x.test", iso, None).startswith("connect by name")
+    assert netlog.fix("loopback", "127.0.0.1", iso, None).startswith("connect by name")
+
+
+def test_show_network_text_shows_every_part_it_has(tmp_path):
+    from tmuxjail import netlog
+
+    session = {"id": "s1", "name": "j", "policy": {"network": "proxy", "allow_domains": ["a.test", "b.test"]}}
+    rep = netlog.report(session, str(tmp_path / "store.db"))
+    assert rep["network"] == "proxy" and rep["allow_domains"] == ["a.test", "b.test"]
+    assert netlog.text(rep).splitlines() == ["network: proxy", "allowed domains: a.test b.test", "no destinations yet"]
+    assert netlog.text({**rep, "network": "host"}).splitlines() == ["network: host", "no proxy: nothing is logged"]
+    assert netlog.text({**rep, "allow_domains": []}).splitlines()[1] == "allowed domains: (none)"
+
+    def dest(host, allowed, denied):
+        return {"host": host, "allowed": allowed, "denied": denied, "failed": 0, "bytes": 0, "ports": [443], "rule": "r"}
+    row = {"time": "T", "host": "a.test", "port": 443, "address": "192.0.2.1", "decision": "allowed", "rule": "a.test"}
+    full = {**rep, "rows": [row, {**row, "address": "", "rule": "", "decision": "malformed", "count": 3}],
+            "dropped": {"rotated": 3, "unwritten": 2}, "totals": {"allowed": 1},
+            "by_destination": [dest("a.test", 1, 1)] + [dest(f"d{i:02}.test", 0, 1) for i in range(netlog.SHOWN + 1)],
+            "other": {"denied:allowlist": 7}}
+    lines = netlog.text(full).splitlines()
+    assert lines[2].startswith("log: 5 older rows dropped (3 by rotation, 2 unwritable)")
+    assert lines[4] == "by destination:" and lines[5].startswith("  a.test:443  1 allowed, 1 denied")
+    assert [ln for ln in lines if ln.startswith("  d")] == [f"  d{i:02}.test:443  0 allowed, 1 denied, 0 failed, 0 B  (r)"
+                                                          for i in range(netlog.SHOWN)]
+    assert "  ... and 1 more denied destinations (--json lists them)" in lines
+    assert "  (beyond the table) denied by rule allowlist: 7" in lines
+    assert lines[-3:] == ["recent (the last 2 of 2 rows kept):", "  T  allowed  a.test:443  192.0.2.1  (a.test)",
+                          "  T  malformed  a.test:443  -  (-) x3"]
+    exactly = {**full, "by_destination": full["by_destination"][:netlog.SHOWN + 1]}
+    assert not any(ln.startswith("  ... and") for ln in netlog.text(exactly).splitlines())
+    no_rows = netlog.text({**full, "rows": [], "by_destination": []}).splitlines()
+    assert not any(ln.startswith(("recent", "by destination")) for ln in no_rows) and no_rows[-1].startswith("  (beyond")
+    only_rows = netlog.text({**full, "totals": {}, "dropped": {"rotated": 0, "unwritten": 0}}).splitlines()
+    assert only_rows[2].startswith("by destination")
+
+
+# -- survivors of the mutation run: discovery's classification -----------------------------------
+
+def test_classify_folds_only_mere_probes_outside_the_home_and_what_the_layout_hides():
+    """A path the jail hid is folded away (never proposed) only when it is a system path or a mere
+    existence check outside the home; a hidden home path that was only probed, or a hidden path
+    that was read or written, is matched against the capabilities or left raw for a human."""
+    from types import SimpleNamespace as NS
+
+    from tmuxjail.discover.classify import classify
+    from tmuxjail.discover.evidence import PathUse
+
+    def use(path, area, tried, kinds=()):
+        return PathUse(path=path, area=area, kinds=list(kinds), tried=tried, hidden=True, lines=[1])
+    grant = NS(path="~/.aws", kind="dir")
+    profile = NS(capabilities={"aws": NS(paths=[grant])}, baseline=[], optional=["aws"])
+    ev = NS(home="/h", paths=[], denials=[
+        use("/sys/x", "system", {"read": "ENOENT"}),
+        use("/.dockerenv", "other", {"probe": "ENOENT"}),
+        use("/h/.aws/config", "home", {"probe": "ENOENT"}),
+        use("/h/.probed-only", "home", {"probe": "ENOENT"}),
+        use("/opt/read", "other", {"probe": "ENOENT", "read": "ENOENT"}),
+        use("/opt/made", "other", {"probe": "ENOENT"}, kinds=["create"]),
+    ])
+    c = classify(ev, profile, {})
+    assert c.folded == {"hidden-system": 1, "probed": 1}
+    assert list(c.overlay) == ["aws"] and [u.path for u in c.overlay["aws"]] == ["/h/.aws/config"]
+    assert [u.path for u in c.raw] == ["/h/.probed-only", "/opt/read", "/opt/made"]
+
+
+def test_show_network_counts_no_forged_negative_and_names_the_fix_of_denied_rows_only(tmp_path):
+    from tmuxjail import netlog
+
+    d = tmp_path / "net" / "s1"
+    d.mkdir(parents=True)
+    (d / "counters-0.json").write_text(json.dumps({"allowed": 1}))  # a totals line only, no newline
+    e = {"allowed": 0, "denied": 2, "failed": 0, "bytes": 0, "ports": [443], "rule": "allowlist", "last": "1"}
+    _counter_file(d, "1", json.dumps({"destinations": {"ok.test": {**e, "allowed": 3, "denied": 0},
+                                                       "no.test": {**e, "denied": -5, "bytes": -9}},
+                                      "other": {"denied:port": 0, "denied:private": -4}}))
+    _counter_file(d, "2", json.dumps({"destinations": {"no.test": e}}))
+    session = {"id": "s1", "name": "j", "mode": "isolated", "provider": "codex",
+               "request": {"workspaces": ["/w"]}, "policy": {"network": "proxy"}}
+    rep = netlog.report(session, str(tmp_path / "store.db"))
+    by = {x["host"]: x for x in rep["by_destination"]}
+    assert by["no.test"]["denied"] == 2 and by["no.test"]["bytes"] == 0 and rep["other"] == {"denied:port": 0}
+    assert "fix" not in by["ok.test"]
+    assert by["no.test"]["fix"].endswith("--mode isolated --network proxy --workspace /w --allow-domain no.test")
+    assert netlog.fix("allowlist", "no.test", {}, None).endswith("--network proxy --allow-domain no.test")
+    assert netlog.fix("allowlist", "not a name!", {}, None) == "not a name any allowlist can hold"
+
+
+def test_state_guards_are_read_only_and_every_directory_above_them_is_pinned():
+    """A provider's command files in its state dir bound back writable: each guard read-only onto
+    itself, each private copy over the host's file, and each directory between the bound root and
+    them bound onto itself first (a mount point cannot be renamed away, guards and all)."""
+    from tmuxjail.sandbox.bwrap import _state_binds
+
+    policy = {"host_write": ["/h/.pi", "/h/.codex"],
+              "state_guards": ["/h/.pi/agent/hooks/x.json", "/h/.codex/config.toml"],
+              "state_copies": [("/h/.pi/agent/auth.json", "/s/auth.json")]}
+    assert _state_binds(policy) == [
+        "--bind", "/h/.pi/agent", "/h/.pi/agent", "--bind", "/h/.pi/agent/hooks", "/h/.pi/agent/hooks",
+        "--ro-bind-try", "/h/.codex/config.toml", "/h/.codex/config.toml",
+        "--ro-bind-try", "/h/.pi/agent/hooks/x.json", "/h/.pi/agent/hooks/x.json",
+        "--bind", "/s/auth.json", "/h/.pi/agent/auth.json"]
+
+
+def test_binds_added_to_a_sandbox_argv_go_before_its_closing_remount_and_chdir():
+    from tmuxjail.sandbox.bwrap import seal_start
+
+    args = ["--bind", "/a", "/a", "--remount-ro", "/", "--chdir", "/w", "--", "/bin/cli"]
+    assert seal_start(args) == 3
+    assert seal_start([*args[:7], "--", "/bin/cli", "--remount-ro", "x", "--chdir", "y"]) == 3
+    assert seal_start(["--chdir", "/w", "--", "/bin/cli"]) == 0
+
+
+def test_a_zero_rlimit_share_is_set_not_dropped():
+    """0 is a limit (a user whose memlock is 0 shares none of it); only -1 means none to share."""
+    from tmuxjail.sandbox.bwrap import PRLIMIT, _nproc
+
+    lim = {"nofile": 64, "sigpending": -1, "msgqueue": 0, "memlock": 0, "nproc": 10}
+    assert _nproc({"limits": lim}) == [PRLIMIT, "--nofile=64", "--msgqueue=0", "--memlock=0", "--nproc=10", "--"]
+
+
+def test_a_strict_jail_binds_its_cli_install_root_read_only_unless_a_system_dir_holds_it():
+    pol = resolve("isolated")
+    pol = {**pol, "install_roots": ["/home/u/.local/lib/node_modules/@x/cli", "/usr/lib/node_modules/y"]}
+    pairs = _pairs(Bwrap().wrap(pol, ["x"], LAYOUT))
+    assert ("--ro-bind", "/home/u/.local/lib/node_modules/@x/cli") in pairs
+    assert not any(p[1] == "/usr/lib/node_modules/y" for p in pairs)
+
+
+def test_a_pty_share_of_zero_still_binds_the_launchers_own_devpts():
+    """ptys >= 0: the launcher mounted the jail's own devpts with max= that share (0 included);
+    bwrap's /dev/pts, which has no max=, must not replace it. Only -1 (no share) keeps bwrap's."""
+    from tmuxjail.sandbox.bwrap import _dev
+
+    for ptys, bound in ((0, True), (8, True), (-1, False)):
+        argv = _dev({"limits": {"ptys": ptys, "tmp_bytes": 1 << 20}})
+        assert (("--dev-bind", "/dev/pts") in _pairs(argv)) is bound, ptys
+
+
+def test_the_resume_hint_for_a_changed_resolve_table_replaces_or_removes_it():
+    from tmuxjail import config
+
+    old = {"network": "proxy", "allow_domains": [], "resolve": [["up.test", "192.0.2.7", False]]}
+    today = config.parse('[network]\nisolated = "proxy"\n', "c.toml")
+    steps = config.restore_network("isolated", old, {}, today, "c.toml")
+    assert steps and steps[-1] == 'replace [network.resolve] in c.toml with: `"up.test" = "192.0.2.7"`', steps
+    today = config.parse('[network]\nisolated = "proxy"\n[network.resolve]\n"x.test" = "192.0.2.8"\n', "c.toml")
+    steps = config.restore_network("isolated", {**old, "resolve": []}, {}, today, "c.toml")
+    assert steps and steps[-1] == "remove [network.resolve] from c.toml", steps
+
+
+def test_a_config_size_is_a_whole_non_negative_number_of_bytes_or_units():
+    from tmuxjail.config import _size
+
+    assert _size(0) == 0 and _size(5) == 5 and _size("16") == 16
+    for bad in (-1, True, False, 1.5, "16X", "-1", "M", ""):
+        assert _size(bad) is None, bad
+
+
+def test_resume_hints_name_only_the_config_changes_that_are_needed():
+    from tmuxjail import config
+
+    def cfg(network, allow):
+        return config.parse(f'[network]\nisolated = "{network}"\n[network.allow_domains]\nisolated = {allow}\n', "c.toml")
+    old = {"network": "proxy", "allow_domains": [], "resolve": []}
+    assert config.restore_network("isolated", old, {"network": "proxy"}, cfg("proxy", "[]"), "c.toml") == []
+    assert config.restore_network("isolated", old, {}, cfg("host", "[]"), "c.toml") == [
+        'add `isolated = "proxy"` under [network] in c.toml (the widest network isolated sessions may ask, and their default)']
+    asked = {**old, "allow_domains": ["b.test"]}
+    assert config.restore_network("isolated", asked, {"network": "proxy", "allow_domains": ["b.test"]},
+                                  cfg("proxy", '["a.test"]'), "c.toml") == [
+        'under [network.allow_domains] in c.toml set `isolated = ["a.test", "b.test"]`']
+
+
+def test_the_discovery_trace_cap_is_checked():
+    from tmuxjail.config import _discover
+
+    assert _discover({"trace_cap": "1M"}, "c") == 1 << 20 and _discover({}, "c") > 1 << 20
+    for bad in ([], {"trace_cap": "1M", "other": 1}, {"trace_cap": "x"}, {"trace_cap": (1 << 20) - 1}):
+        with pytest.raises(ConfigError):
+            _discover(bad, "c")
+
+
+def test_resume_hints_blame_tmuxjail_network_only_when_it_narrows(monkeypatch):
+    from tmuxjail import config
+
+    today = config.parse('[network]\nisolated = "proxy"\n[network.allow_domains]\nisolated = []\n', "c.toml")
+    old = {"network": "proxy", "allow_domains": [], "resolve": []}
+    monkeypatch.setenv("TMUXJAIL_NETWORK", "proxy")
+    assert config.restore_network("isolated", old, {"network": "proxy"}, today, "c.toml") == []
+    monkeypatch.setenv("TMUXJAIL_NETWORK", "none")
+    assert config.restore_network("isolated", old, {"network": "proxy"}, today, "c.toml") == [
+        "TMUXJAIL_NETWORK=none narrows every mode: unset it"]

@@ -588,3 +588,158 @@ def test_prune_removes_every_record_of_the_session(tmp_path):
         (tmp_path / n).write_text("{}\n")
     forget_network(str(tmp_path))
     assert not tmp_path.exists()
+
+
+def test_a_name_with_two_checked_addresses_is_connected_to_the_first_that_answers_only(no_dns):
+    """Every resolved address is checked; the proxy connects to the first that answers and to
+    nothing else. Going on past it would connect to each in turn and keep the last (opening
+    connections the jail never sees, to addresses it never chose)."""
+    first, second = socket.socket(), socket.socket()
+    for s in (first, second):
+        s.bind(("127.0.0.1", 0))
+        s.listen(4)
+        s.setblocking(False)
+    p = proxy()
+    p.decide = lambda host, port: ([first.getsockname(), second.getsockname()], "*")  # two checked answers
+    jail, conn = socket.socketpair()
+    p.slots.acquire()  # (as serve does)
+    threading.Thread(target=p._handle, args=(conn,), daemon=True).start()
+    jail.settimeout(10)
+    jail.sendall(b"CONNECT two.test:443 HTTP/1.1\r\nHost: two.test:443\r\n\r\n")
+    assert jail.recv(64).startswith(b"HTTP/1.1 200")
+    first.setblocking(True)
+    first.settimeout(10)
+    first.accept()[0].close()
+    with pytest.raises(BlockingIOError):  # connected before the 200 was sent, or never
+        second.accept()
+    jail.close()
+    first.close()
+    second.close()
+
+
+_PROXY_CHILD = """
+import os, sys
+from tmuxjail import netproxy
+listener, path = netproxy.listen(sys.argv[1])
+print(path, flush=True)
+netproxy.run({}, (listener, path, os.pidfd_open(os.getppid()), None), os.getppid())
+"""
+
+
+def test_the_proxy_keeps_no_fd_of_its_launcher(tmp_path):
+    """The proxy is forked from the launcher's helper: whatever that held open (the store, the
+    pipes to the launcher, the pane's files) it closes before serving the jail; it keeps only its
+    listener and the watch on its launcher."""
+    import sys
+
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-P", "-c", _PROXY_CHILD, str(tmp_path / "net")],
+                            stdout=subprocess.PIPE, text=True, pass_fds=(w,))
+    try:
+        os.close(w)
+        path = proc.stdout.readline().strip()
+        c = _connect(path, "anything.test:443")  # answered by serve(): the fds are closed by then
+        assert c.recv(64).startswith(b"HTTP/1.1 403")
+        c.close()
+        os.set_blocking(r, False)
+        assert os.read(r, 1) == b""  # EOF: the proxy holds no copy of the launcher's pipe
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        os.close(r)
+
+
+def test_parse_request_limits_are_inclusive():
+    """A method of 16 letters and a port of 5 digits are the longest accepted; one more is refused."""
+    assert netproxy.parse_request(b"ABCDEFGHIJKLMNOP http://x.test/ HTTP/1.1")[:2] == ("x.test", 80)
+    with pytest.raises(netproxy.BadRequest) as e:
+        netproxy.parse_request(b"ABCDEFGHIJKLMNOPQ http://x.test/ HTTP/1.1")
+    assert e.value.status == 405
+    assert netproxy.parse_request(b"CONNECT x.test:12345 HTTP/1.1")[:2] == ("x.test", 12345)
+    assert netproxy.parse_request(b"GET http://x.test:12345/ HTTP/1.1")[:2] == ("x.test", 12345)
+
+
+def test_refusals_are_paced_past_the_burst_only(monkeypatch):
+    """A token bucket: a refusal with a token left costs no wait; past the burst each waits its
+    turn (a jail hammering denied names gets 250 answers a second, not a busy proxy)."""
+    from types import SimpleNamespace
+
+    slept: list[float] = []
+    clock = [100.0]
+    monkeypatch.setattr(netproxy, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=slept.append))
+    p = proxy()
+    p._bucket = [1.0, 100.0]  # one token left
+    p.pace()
+    assert slept == [] and p._bucket == [0.0, 100.0]
+    p.pace()
+    assert slept == [1 / netproxy.REFUSALS_PER_S] and p._bucket == [-1.0, 100.0]
+    clock[0] = 101.0  # a second later the bucket has refilled by REFUSALS_PER_S
+    p.pace()
+    assert len(slept) == 1 and p._bucket == [netproxy.REFUSALS_PER_S - 2, 101.0]
+
+
+def test_a_failed_connect_is_answered_with_the_reason_only(no_dns):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    addr = closed.getsockname()
+    closed.close()  # nothing listens there now
+    p = proxy()
+    p.decide = lambda host, port: ([addr], "*")
+    jail, conn = socket.socketpair()
+    p.slots.acquire()
+    threading.Thread(target=p._handle, args=(conn,), daemon=True).start()
+    jail.settimeout(10)
+    jail.sendall(b"CONNECT up.test:443 HTTP/1.1\r\n\r\n")
+    data = b""
+    while chunk := jail.recv(4096):
+        data += chunk
+    assert data.startswith(b"HTTP/1.1 502")
+    assert data.endswith(b"\r\n\r\nup.test: cannot connect to 127.0.0.1 (Connection refused)\n"), data
+    jail.close()
+
+
+def test_a_host_longer_than_any_name_is_cut_to_253_in_the_answer(tmp_path, no_dns):
+    """The jail chooses the host string: what the proxy echoes (and records) of it is at most a
+    DNS name's length."""
+    (tmp_path / "rec").mkdir()
+    path = _serve(tmp_path, log=str(tmp_path / "rec"))
+    c = _connect(path, "a" * 400 + ":443")
+    data = b""
+    while chunk := c.recv(4096):
+        data += chunk
+    body = data.partition(b"\r\n\r\n")[2]
+    assert data.startswith(b"HTTP/1.1 403") and body.startswith(b"a" * 253 + b": ")
+    c.close()
+
+
+_STUCK_PROXY = """
+import os, sys, threading
+from tmuxjail import netproxy
+
+class Stuck(netproxy.Recorder):
+    def flusher(self):  # a writer that never lets go of the recorder (a wedged disk, say)
+        self.lock.acquire()
+        print("stuck", flush=True)
+        threading.Event().wait()
+
+netproxy.Recorder = Stuck
+listener, path = netproxy.listen(sys.argv[1])
+netproxy.run({}, (listener, path, os.pidfd_open(os.getppid()), None), os.getppid())
+"""
+
+
+def test_the_proxy_ends_when_told_even_if_its_records_cannot_be_flushed(tmp_path):
+    """On the way out the proxy flushes its counters only if the recorder is free soon: a wedged
+    writer must not keep a proxy alive (and its socket bound into the jail) after SIGTERM."""
+    import signal
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-P", "-c", _STUCK_PROXY, str(tmp_path / "net")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "stuck"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
