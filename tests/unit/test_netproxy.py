@@ -305,6 +305,43 @@ def test_never_more_workers_than_slots(tmp_path, no_dns):
     assert _refused(path).startswith(b"HTTP/1.1 403")  # and they serve again
 
 
+def test_a_client_gone_before_its_answer_costs_the_proxy_no_worker(tmp_path, no_dns):
+    """A worker outlives its connection's failure: a client that shuts its reading side before the
+    proxy's 200 (a broken pipe out of handle) must not leave behind a worker counted idle that no
+    longer takes connections, to which the next connection would be handed and never answered."""
+    up = socket.socket()
+    up.bind(("127.0.0.1", 0))
+    up.listen(4)
+    p = proxy(allow=("up.test",), resolve=(("up.test", "127.0.0.1", True),))
+    listener, path = netproxy.listen(str(tmp_path / "net"))
+    threading.Thread(target=p.serve, args=(listener,), daemon=True).start()
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    c.shutdown(socket.SHUT_RD)  # the proxy's answer cannot be sent: EPIPE in the worker
+    c.sendall(f"CONNECT up.test:{up.getsockname()[1]} HTTP/1.1\r\n\r\n".encode())
+    assert _until(lambda: p._idle == 1)  # handled, its worker idle (the first: none was before)
+    c.close()
+    assert _refused(path).startswith(b"HTTP/1.1 403")  # handed to that worker, which answers
+    up.close()
+
+
+def test_a_client_gone_before_its_head_ends_is_counted_malformed(tmp_path, no_dns):
+    """A head cut short by its client is recorded (the totals' malformed requests), not dropped
+    unseen: a jail probing the proxy with half requests shows in show --network."""
+    from tmuxjail import netlog
+
+    (tmp_path / "rec").mkdir()
+    path = _serve(tmp_path, log=str(tmp_path / "rec"))
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    c.sendall(b"CONNECT up.test:443 HTTP/1.1\r\nHost: up.test")
+    c.close()
+    assert _until(lambda: netlog.counters(str(tmp_path / "rec"))["totals"].get("malformed") == 1), \
+        netlog.counters(str(tmp_path / "rec"))
+
+
 def test_head_size_is_bounded(tmp_path, no_dns):
     path = _serve(tmp_path)
     c = socket.socket(socket.AF_UNIX)
