@@ -640,7 +640,7 @@ def test_a_name_with_two_checked_addresses_is_connected_to_the_first_that_answer
     p.decide = lambda host, port: ([first.getsockname(), second.getsockname()], "*")  # two checked answers
     jail, conn = socket.socketpair()
     p.slots.acquire()  # (as serve does)
-    threading.Thread(target=p._handle, args=(conn,), daemon=True).start()
+    threading.Thread(target=p._worker, args=(conn,), daemon=True).start()  # (a worker, as serve starts one)
     jail.settimeout(10)
     jail.sendall(b"CONNECT two.test:443 HTTP/1.1\r\nHost: two.test:443\r\n\r\n")
     assert jail.recv(64).startswith(b"HTTP/1.1 200")
@@ -724,7 +724,7 @@ def test_a_failed_connect_is_answered_with_the_reason_only(no_dns):
     p.decide = lambda host, port: ([addr], "*")
     jail, conn = socket.socketpair()
     p.slots.acquire()
-    threading.Thread(target=p._handle, args=(conn,), daemon=True).start()
+    threading.Thread(target=p._worker, args=(conn,), daemon=True).start()  # (a worker, as serve starts one)
     jail.settimeout(10)
     jail.sendall(b"CONNECT up.test:443 HTTP/1.1\r\n\r\n")
     data = b""
