@@ -342,6 +342,35 @@ def test_a_client_gone_before_its_head_ends_is_counted_malformed(tmp_path, no_dn
         netlog.counters(str(tmp_path / "rec"))
 
 
+def test_a_connection_no_thread_can_be_had_for_is_refused_and_the_proxy_serves_on(tmp_path, no_dns, monkeypatch):
+    """At the user's process limit no worker can start (RuntimeError): that connection is closed
+    unanswered and recorded, its slot given back, and the accept loop goes on (dying with it, or
+    keeping the slot, would leave the jail without its proxy)."""
+    from tmuxjail import netlog
+
+    refuse = [True]
+
+    class NoWorker(threading.Thread):
+        def start(self):
+            if refuse[0] and getattr(self, "_target", None) == p._worker:
+                raise RuntimeError("can't start new thread")
+            super().start()
+    monkeypatch.setattr(netproxy.threading, "Thread", NoWorker)
+    (tmp_path / "rec").mkdir()
+    p = proxy(allow=("example.com",), log=str(tmp_path / "rec"))
+    listener, path = netproxy.listen(str(tmp_path / "net"))
+    threading.Thread(target=p.serve, args=(listener,), daemon=True).start()
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    assert c.recv(64) == b""  # closed unanswered
+    c.close()
+    assert _until(lambda: netlog.counters(str(tmp_path / "rec"))["totals"].get("no-slot") == 1)
+    refuse[0] = False
+    assert _refused(path).startswith(b"HTTP/1.1 403")  # still serving
+    assert _until(lambda: p.slots._value == netproxy.MAX_CONNECTIONS)  # both slots given back
+
+
 def test_head_size_is_bounded(tmp_path, no_dns):
     path = _serve(tmp_path)
     c = socket.socket(socket.AF_UNIX)
