@@ -305,6 +305,72 @@ def test_never_more_workers_than_slots(tmp_path, no_dns):
     assert _refused(path).startswith(b"HTTP/1.1 403")  # and they serve again
 
 
+def test_a_client_gone_before_its_answer_costs_the_proxy_no_worker(tmp_path, no_dns):
+    """A worker outlives its connection's failure: a client that shuts its reading side before the
+    proxy's 200 (a broken pipe out of handle) must not leave behind a worker counted idle that no
+    longer takes connections, to which the next connection would be handed and never answered."""
+    up = socket.socket()
+    up.bind(("127.0.0.1", 0))
+    up.listen(4)
+    p = proxy(allow=("up.test",), resolve=(("up.test", "127.0.0.1", True),))
+    listener, path = netproxy.listen(str(tmp_path / "net"))
+    threading.Thread(target=p.serve, args=(listener,), daemon=True).start()
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    c.shutdown(socket.SHUT_RD)  # the proxy's answer cannot be sent: EPIPE in the worker
+    c.sendall(f"CONNECT up.test:{up.getsockname()[1]} HTTP/1.1\r\n\r\n".encode())
+    assert _until(lambda: p._idle == 1)  # handled, its worker idle (the first: none was before)
+    c.close()
+    assert _refused(path).startswith(b"HTTP/1.1 403")  # handed to that worker, which answers
+    up.close()
+
+
+def test_a_client_gone_before_its_head_ends_is_counted_malformed(tmp_path, no_dns):
+    """A head cut short by its client is recorded (the totals' malformed requests), not dropped
+    unseen: a jail probing the proxy with half requests shows in show --network."""
+    from tmuxjail import netlog
+
+    (tmp_path / "rec").mkdir()
+    path = _serve(tmp_path, log=str(tmp_path / "rec"))
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    c.sendall(b"CONNECT up.test:443 HTTP/1.1\r\nHost: up.test")
+    c.close()
+    assert _until(lambda: netlog.counters(str(tmp_path / "rec"))["totals"].get("malformed") == 1), \
+        netlog.counters(str(tmp_path / "rec"))
+
+
+def test_a_connection_no_thread_can_be_had_for_is_refused_and_the_proxy_serves_on(tmp_path, no_dns, monkeypatch):
+    """At the user's process limit no worker can start (RuntimeError): that connection is closed
+    unanswered and recorded, its slot given back, and the accept loop goes on (dying with it, or
+    keeping the slot, would leave the jail without its proxy)."""
+    from tmuxjail import netlog
+
+    refuse = [True]
+
+    class NoWorker(threading.Thread):
+        def start(self):
+            if refuse[0] and getattr(self, "_target", None) == p._worker:
+                raise RuntimeError("can't start new thread")
+            super().start()
+    monkeypatch.setattr(netproxy.threading, "Thread", NoWorker)
+    (tmp_path / "rec").mkdir()
+    p = proxy(allow=("example.com",), log=str(tmp_path / "rec"))
+    listener, path = netproxy.listen(str(tmp_path / "net"))
+    threading.Thread(target=p.serve, args=(listener,), daemon=True).start()
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(10)
+    c.connect(path)
+    assert c.recv(64) == b""  # closed unanswered
+    c.close()
+    assert _until(lambda: netlog.counters(str(tmp_path / "rec"))["totals"].get("no-slot") == 1)
+    refuse[0] = False
+    assert _refused(path).startswith(b"HTTP/1.1 403")  # still serving
+    assert _until(lambda: p.slots._value == netproxy.MAX_CONNECTIONS)  # both slots given back
+
+
 def test_head_size_is_bounded(tmp_path, no_dns):
     path = _serve(tmp_path)
     c = socket.socket(socket.AF_UNIX)
