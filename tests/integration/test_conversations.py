@@ -69,8 +69,11 @@ def test_a_dead_cli_with_no_rival_is_resumed_from_its_state(jail_env):
     a = report(env)["conversation"]
     pid = int(env.tmux("display-message", "-p", "-t", info["tmux_pane"], "#{pane_pid}"))
     for p in descendants(pid):
-        if Path(f"/proc/{p}/comm").read_text().strip() == "sleep":
-            os.kill(p, signal.SIGKILL)
+        try:  # a short-lived process of the jail may be gone between the listing and this read
+            if Path(f"/proc/{p}/comm").read_text().strip() == "sleep":
+                os.kill(p, signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
     wait_until(lambda: env.tmux("display-message", "-p", "-t", info["tmux_pane"], "#{pane_dead}").strip() == "1")
     env.json("resume", "a", "--detach")
     assert report(env)["conversation"] == a
