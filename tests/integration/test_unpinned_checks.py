@@ -151,3 +151,14 @@ def test_a_spec_passing_tmux_variables_into_a_compatibility_jail_is_refused(jail
             assert proc.returncode == 0 and "RAN" in proc.stdout, proc.stderr
         else:
             assert proc.returncode == 3 and "environment" in proc.stderr and "RAN" not in proc.stdout, proc.stderr
+
+
+def test_a_spec_whose_host_layout_is_malformed_is_refused_not_crashed(jail_env, tmp_path):
+    """A rewritten spec whose host layout has a field the launcher does not know is a refusal
+    that names it (exit 3), never a traceback out of the launcher."""
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    spec["layout"]["not_a_field"] = "x"
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 3 and "host layout" in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr

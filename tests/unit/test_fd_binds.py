@@ -147,3 +147,12 @@ def test_git_walk_guards_submodules_under_skipped_names(tmp_path):
     (ws / ".gitmodules").write_text('[submodule "dep"]\n\tpath = node_modules/dep\n\turl = x\n')
     found, _, capped = host.guards([str(ws)])
     assert not capped and f"{ws}/node_modules/dep/.git" in found
+
+
+def test_an_argv_without_its_command_is_walked_to_its_end_and_no_further(tmp_path):
+    """The walk stops at `--` or at the argv's end: one step past it would read beyond the argv
+    (a crash, not a refusal) on a spec whose command was cut off."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out, fds = launch.fd_binds(["--ro-bind", "/usr", "/usr", "--chdir", str(ws)], _policy(ws))
+    assert out == ["--ro-bind", "/usr", "/usr", "--chdir", str(ws)] and fds == []
