@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 
 def _doctor_store(env) -> dict:
@@ -50,3 +51,12 @@ def test_doctor_says_when_the_store_is_damaged(jail_env):
     store = _doctor_store(env)
     assert not store["ok"] and store["fix"], store
     assert env.run("doctor").returncode != 0
+
+
+def test_doctor_names_the_per_user_counts_no_jail_share_holds(jail_env):
+    """epoll watches are counted per user in every namespace (docs/resources.md): doctor says so,
+    with this host's limit, rather than letting the jail share read as covering everything."""
+    checks = json.loads(jail_env.run("doctor", "--json").stdout)["checks"]
+    row = next(c for c in checks if c["check"] == "not shared out")
+    limit = Path("/proc/sys/fs/epoll/max_user_watches").read_text().strip()
+    assert f"epoll watches ({limit} per user" in row["detail"], row
