@@ -330,7 +330,7 @@ def _pump(src: socket.socket, dst: socket.socket, done: list | None = None) -> i
             import fcntl
 
             fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, BUF)
-        except OSError:
+        except OSError:  # the pipe keeps its default size
             pass
         s, d = src.fileno(), dst.fileno()
         while True:

@@ -8,6 +8,7 @@ import ipaddress
 import json
 import os
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -524,6 +525,38 @@ def test_the_proxy_relay_carries_a_large_transfer_byte_exact_and_passes_half_clo
     assert not t.is_alive()
     for s in (a, b, jail):
         s.close()
+
+
+
+def test_a_tunnel_the_upstream_resets_still_counts_its_bytes_and_ends():
+    """The upstream resets a tunnel mid-way: relay ends without raising and returns what went
+    (a splice or a shutdown failing with the reset must not lose that tunnel's byte count)."""
+    a, jail = socket.socketpair()
+    listener = socket.create_server(("127.0.0.1", 0))
+    b = socket.create_connection(listener.getsockname())
+    upstream, _ = listener.accept()
+    listener.close()
+    out: list = []
+    def run():
+        try:
+            out.append(netproxy.relay(a, b))
+        except BaseException as e:  # noqa: BLE001
+            out.append(e)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    jail.sendall(b"x" * 1000)
+    upstream.settimeout(10)
+    got = b""
+    while len(got) < 1000:
+        got += upstream.recv(4096)
+    upstream.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    upstream.close()  # RST
+    time.sleep(0.2)
+    jail.sendall(b"y" * 10)
+    jail.shutdown(socket.SHUT_WR)
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert out and isinstance(out[0], int) and out[0] >= 1000, out
 
 
 ECHO_CLIENT = r"""
