@@ -31,6 +31,7 @@ import ast
 import datetime
 import json
 import random
+import re
 import shlex
 import sqlite3
 import subprocess
@@ -73,6 +74,7 @@ def is_equivalent(entries: list[dict], module: str, operator: str, line: str, fu
 HANG_MARGIN = 20.0  # seconds: the test command times a hang out itself this much before cosmic-ray does
 ANNOTATION = "in an annotation, which `from __future__ import annotations` leaves unevaluated"
 LEFT = "not run yet (set aside by --again)"
+BROKEN = "mutation: the test command ran no test, so this mutant was not tested"
 
 
 def annotations(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -145,6 +147,12 @@ def session(scratch: mutate.Scratch, src: Path, name: str, mod: dict, settings: 
     return db
 
 
+def retry_broken(db: Path) -> int:
+    """Mutants whose test command ran no test (BROKEN) are pending again."""
+    with sqlite3.connect(db) as con:
+        return con.execute("DELETE FROM work_results WHERE instr(output, ?) > 0", (BROKEN,)).rowcount
+
+
 def set_aside_unrun(db: Path, back: bool) -> None:
     """--again runs the survivors only: the mutants never run are set aside (reported as left),
     and a later run without --again takes them back."""
@@ -193,7 +201,7 @@ def results(db: Path, name: str, src_file: Path, equivalent: list[dict]) -> dict
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
     lines = src_file.read_text().splitlines()
     spans = annotations(src_file)
-    out: dict = {"module": name, "killed": 0, "survived": [], "equivalent": [], "pending": 0, "skipped": 0}
+    out: dict = {"module": name, "killed": 0, "survived": [], "equivalent": [], "pending": 0, "skipped": 0, "broken": 0}
     with use_db(str(db), WorkDB.Mode.open) as wdb:
         done = dict(wdb.results)
         for item in wdb.work_items:
@@ -201,6 +209,9 @@ def results(db: Path, name: str, src_file: Path, equivalent: list[dict]) -> dict
             r = done.get(item.job_id)
             if r is None or r.output == LEFT:
                 out["pending"] += 1
+                continue
+            if BROKEN in (r.output or ""):
+                out["broken"] += 1
                 continue
             line_no = m.start_pos[0]
             text = lines[line_no - 1].strip()
@@ -246,7 +257,18 @@ def run_tests(argv: list[str]) -> int:
     # Here the hang kills pytest's group and reaps what it left (Scratch.pytest), and counts as killed.
     rc, out, _ = scratch.pytest(args.tests, "-x", timeout=args.timeout)
     sys.stdout.write(out[-4000:] + (f"\nmutation: the tests hung past {args.timeout:.0f}s (killed)\n" if rc == -1 else ""))
-    return 1 if rc == -1 else rc
+    if rc == -1:
+        return 1
+    if rc != 0 and not_tested(rc, out):
+        # cosmic-ray would count this killed; results() counts it broken, and a rerun tries again.
+        sys.stdout.write(f"\n{BROKEN} (pytest exit {rc})\n")
+    return rc
+
+
+def not_tested(rc: int, out: str) -> bool:
+    """The tests never ran: pytest missing from the scratch install, no test collected, or the
+    list naming a file or test that no longer exists (a mutant that breaks an import is a kill)."""
+    return rc == 5 or bool(re.search(r"No module named '?pytest|ERROR: (file or directory )?not found", out))
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -285,6 +307,11 @@ def report(res: list[dict], settings: dict, plan: dict[str, dict], say, sample: 
     for r in res:
         for s in r["survived"]:
             say(f"SURVIVED {plan[r['module']]['file']}:{s['line']} {s['operator']}  {s['source']}")
+    broken = sum(r.get("broken", 0) for r in res)
+    if broken:
+        say(f"mutation: {broken} mutants were not tested (the test command ran no test: see their "
+            "output in the session); a run with the same --work tries them again")
+        ok = False
     if total < float(settings["floor"]):
         say(f"mutation: the score {total}% is below the floor {settings['floor']}%")
         ok = False
@@ -325,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(mutate.tempfile.mkdtemp(prefix="tj-mutation-"))
     work.mkdir(parents=True, exist_ok=True)
     marker = work / "scratch"
-    if marker.is_file() and Path(marker.read_text()).is_dir():
+    if marker.is_file() and usable(Path(marker.read_text())):
         scratch = mutate.Scratch.attach(Path(marker.read_text()), args.src)
     else:
         scratch = mutate.Scratch(args.src, keep=True)
@@ -337,6 +364,14 @@ def main(argv: list[str] | None = None) -> int:
             scratch.keep = False
             scratch.close()
             mutate.shutil.rmtree(work, ignore_errors=True)
+
+
+def usable(directory: Path) -> bool:
+    """A kept scratch install still imports pytest and tmuxjail (a /tmp cleaner may have eaten
+    part of it): otherwise the run makes a new one."""
+    python = directory / "venv" / "bin" / "python"
+    return python.is_file() and subprocess.run([str(python), "-P", "-c", "import pytest, tmuxjail"],
+                                               capture_output=True).returncode == 0
 
 
 def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
@@ -356,6 +391,8 @@ def run(args, names, scratch, work, settings, plan, equivalent, say) -> int:
             sessions[name] = work / f"{name}.sqlite"
             continue
         sessions[name] = session(scratch, args.src, name, plan[name], settings, work)
+        if n := retry_broken(sessions[name]):
+            say(f"mutation: {name}: {n} mutants whose tests did not run, to run again")
         set_aside_unrun(sessions[name], back=not args.again)
         if args.again:
             target = scratch.site / mutate.installed_path(plan[name]["file"], scratch.mapping)

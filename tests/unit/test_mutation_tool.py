@@ -66,3 +66,26 @@ def _running(mark: str) -> list[str]:
         except OSError:
             pass
     return out
+
+
+def test_a_test_command_that_ran_no_test_is_not_a_kill(tmp_path):
+    """A scratch install that lost pytest (a /tmp cleaner), or a test list naming a file that is
+    gone, exits non-zero like a kill; the run counts it broken, fails, and tries it again next time.
+    Seen: a resumed launch session 'killed' 247 mutants in 69 s this way."""
+    assert mutation.not_tested(1, "/tmp/x/venv/bin/python: No module named pytest\n")
+    assert mutation.not_tested(4, "ERROR: file or directory not found: tests/unit/test_gone.py\n")
+    assert mutation.not_tested(4, "ERROR: not found: /w/tests/unit/test_a.py::test_gone\n")
+    assert mutation.not_tested(5, "no tests ran in 0.01s\n")
+    assert not mutation.not_tested(1, "FAILED tests/unit/test_a.py::test_b\n1 failed, 3 passed in 1.0s\n")
+    assert not mutation.not_tested(2, "E   ImportError: cannot import name 'x'\n1 error in 0.3s\n")
+    said: list[str] = []
+    assert mutation.report([{**_res("scan", 20, 0), "broken": 3}], SETTINGS, PLAN, said.append) is False
+    assert any("3 mutants were not tested" in s for s in said)
+
+
+def test_a_kept_scratch_install_without_pytest_is_not_reused(tmp_path):
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to("/bin/false")
+    assert not mutation.usable(tmp_path)
+    assert not mutation.usable(tmp_path / "gone")
