@@ -1168,6 +1168,38 @@ def test_classify_folds_only_mere_probes_outside_the_home_and_what_the_layout_hi
     assert [u.path for u in c.raw] == ["/h/.probed-only", "/opt/read", "/opt/made"]
 
 
+
+def test_classify_folds_what_the_jail_gives_counts_it_by_area_and_keeps_odd_paths_raw():
+    """What the jail gives already (the private home, system, scratch, install) is folded and
+    counted by area, and classification goes on past it; a path with odd bytes is raw even inside a
+    capability's path (never granted); a home path marks the baseline capability it falls in as
+    used, a system path that happens to match one does not; a baseline capability without paths
+    is always kept, one whose paths were never touched is dropped."""
+    from types import SimpleNamespace as NS
+
+    from tmuxjail.discover.classify import classify
+    from tmuxjail.discover.evidence import PathUse
+
+    def use(path, area, odd=False):
+        return PathUse(path=path, area=area, kinds=["read"], odd=odd, lines=[1])
+    profile = NS(capabilities={"cfg": NS(paths=[NS(path="~/.cfg", kind="dir")]),
+                               "etc": NS(paths=[NS(path="/etc/app", kind="dir")]),
+                               "bare": NS(paths=[]),
+                               "aws": NS(paths=[NS(path="~/.aws", kind="dir")])},
+                  baseline=["cfg", "etc", "bare"], optional=["aws"])
+    ev = NS(home="/h", denials=[], paths=[
+        use("/h/.cfg/a", "home"),
+        use("/h/.cfg/b", "home"),
+        use("/etc/app/x", "system"),
+        use("/tmp/s", "scratch"),
+        use("/h/.aws/\udcff", "home", odd=True),
+        use("/srv/data", "other"),
+    ])
+    c = classify(ev, profile, {})
+    assert c.folded == {"private-home": 2, "system": 1, "scratch": 1}
+    assert [u.path for u in c.raw] == ["/h/.aws/\udcff", "/srv/data"] and c.overlay == {}
+    assert c.baseline == ["cfg", "bare"] and c.dropped == ["etc"]
+
 def test_show_network_counts_no_forged_negative_and_names_the_fix_of_denied_rows_only(tmp_path):
     from tmuxjail import netlog
 
