@@ -95,9 +95,16 @@ def test_the_status_file_is_made_afresh_for_each_launch(jail_env, tmp_path):
 
 def test_a_root_run_jail_is_held_by_its_own_pids_group(jail_env, tmp_path):
     """uid 0 ignores RLIMIT_NPROC: the launcher of a root-run jail joins a pids cgroup of its own
-    whose pids.max is the policy's nproc (the fork bomb itself: tests/adversarial/test_kernel.py)."""
+    whose pids.max is the policy's nproc, and the jail's processes count in it (the fork bomb
+    itself: tests/adversarial/test_kernel.py); its helper sweeps the groups of finished jails."""
+    import json
     import os
+    import subprocess
+    import sys
+    import time
     from pathlib import Path
+
+    from conftest import wait_until
 
     from tmuxjail.sandbox import pids
 
@@ -108,13 +115,35 @@ def test_a_root_run_jail_is_held_by_its_own_pids_group(jail_env, tmp_path):
         pytest.skip("no pids cgroup controller on this host")
     env = jail_env
     _, spec = _spec(env, tmp_path)
-    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
-    assert proc.returncode == 0 and "RAN" in proc.stdout, proc.stderr
+    # A finished jail's group left empty long ago: the launch's helper sweeps it away.
+    stale = Path(found[0], pids.GROUP, "finished-jail-1")
+    stale.mkdir(parents=True)
+    os.utime(stale, (time.time() - pids.STALE_SECONDS - 60,) * 2)
+    spec["argv"][-1] = "for i in $(seq 30); do sleep 3 & done; wait; echo RAN"  # 30 processes at once, in the jail
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    path.chmod(0o600)
+    launcher = subprocess.Popen([sys.executable, "-E", "-P", "-m", "tmuxjail.launch", "--fp", spec["fingerprint"],
+                                 str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.environ())
     sid = "".join(c for c in spec["session_id"] if c.isalnum() or c in "-_")[:64]
-    groups = list(Path(found[0], pids.GROUP).glob(f"{sid}-*"))  # the session's own pane, and this launch
-    assert groups, "no pids group of this session"
-    for g in groups:
-        assert (g / "pids.max").read_text().strip() == str(spec["policy"]["limits"]["nproc"])
+    own = Path(found[0], pids.GROUP, f"{sid}-{launcher.pid}")  # this launch's (the pane's has its own)
+
+    def proxy_in_group() -> bool:  # the launcher's helper serving the proxy (the launcher is bwrap now)
+        try:
+            procs = (own / "cgroup.procs").read_text().split()
+            return any(b"tmuxjail.launch" in Path(f"/proc/{p}/cmdline").read_bytes() for p in procs)
+        except OSError:
+            return False
+    proxied = spec["policy"].get("network") == "proxy"
+    joined = wait_until(proxy_in_group, 10) if proxied else None
+    out, err = launcher.communicate(timeout=30)
+    assert launcher.returncode == 0 and "RAN" in out, err
+    assert joined in (True, None), "the root-run proxy's threads are not counted in the jail's pids group"
+    assert own.is_dir(), "this launch joined no pids group of its own"
+    assert (own / "pids.max").read_text().strip() == str(spec["policy"]["limits"]["nproc"])
+    # The jail's processes were in it, not only the proxy's threads (which join the same group).
+    assert int((own / "pids.peak").read_text()) >= 30
+    assert wait_until(lambda: not stale.exists(), 10), "the finished jail's group was not swept"
 
 
 
@@ -162,3 +191,44 @@ def test_a_spec_whose_host_layout_is_malformed_is_refused_not_crashed(jail_env, 
     proc = _launch(env, spec, spec["fingerprint"], tmp_path)
     assert proc.returncode == 3 and "host layout" in proc.stderr, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+def _restore(env, spec):
+    """The store holds this spec's policy as the session's own (what a start would have written)."""
+    import json
+    import sqlite3
+
+    from tmuxjail.canon import fingerprint
+
+    spec["fingerprint"] = fingerprint(spec["policy"])
+    with sqlite3.connect(env.store) as db:
+        db.execute("UPDATE sessions SET policy = ?, fingerprint = ? WHERE id = ?",
+                   (json.dumps(spec["policy"]), spec["fingerprint"], spec["session_id"]))
+
+
+def test_a_store_that_is_no_database_is_a_one_line_refusal(jail_env, tmp_path):
+    """The launcher's helper reads the store: a file there that is no SQLite database (a disk
+    error, a store replaced) refuses the launch with the store's answer, not a traceback in the pane."""
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    bad = tmp_path / "not-a-store.db"
+    bad.write_bytes(b"not a database\n" * 512)
+    spec["store"] = str(bad)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 3 and "does not hold this fingerprint" in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "RAN" not in proc.stdout
+
+
+def test_a_jail_share_the_kernel_refuses_is_a_one_line_refusal(jail_env, tmp_path):
+    """The jail's share of a per-user count is written in its own user namespace before bwrap
+    runs; a value the kernel refuses there (above INT_MAX) stops the launch with the reason and
+    the way out, not a traceback, and nothing runs."""
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    if not (spec["policy"].get("limits") or {}).get("user"):
+        pytest.skip("this host gives the jail no share of its per-user counts")
+    spec["policy"]["limits"]["user"] = [["max_user_namespaces", 2**40]]
+    _restore(env, spec)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 5 and "cannot give the jail its own user namespace" in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "RAN" not in proc.stdout

@@ -94,3 +94,39 @@ def test_a_huge_config_is_reported_not_parsed(tmp_path):
     (git / "config").write_text("[core]\n" + "\tbare = false\n" * 40000 + "\tfsmonitor = x\n")
     details = {f["detail"] for f in scan.scan([str(tmp_path)]).findings if f["kind"] == "git-config"}
     assert details == {"not parsed (too large or unreadable): check it by hand"}
+
+
+@pytest.mark.parametrize("text, parsed", [
+    ("[core]\n\tfsmonitor = x", ([("core.fsmonitor", "x")], [])),
+    ("[core]\n\tbare", ([("core.bare", None)], [])),
+    ('[core]\n\tx = "a\\"b"', ([("core.x", 'a"b')], [])),
+    ("[core", ([], [1])),
+    ('[remote "a', ([], [1])),
+    ('[remote "a"', ([], [1])),
+    ('[remote "a\\', ([], [1])),
+    ("[core]\nx = a\\", ([], [2])),
+    ("[a ", ([], [1])),
+])
+def test_a_config_cut_off_anywhere_is_parsed_or_reported_never_a_crash(text, parsed):
+    """A workspace's config ending mid-name, mid-header or mid-escape (no newline at the end: a
+    jail writes what it likes) is read to its end without indexing past it."""
+    assert gitconfig.parse(text) == parsed
+
+
+def test_targets_are_what_a_config_makes_git_read_or_run_by_path():
+    """Every entry is looked at (one that runs nothing, or a program on PATH, does not end the
+    walk); includes resolve against the config's directory, hooks and programs against the
+    worktree; `~`, empty and (in a bare repository) relative paths are left out."""
+    entries = [("core.bare", None), ("user.name", "x"), ("user.signingkey", "keys/me.pub"), ("core.fsmonitor", None),
+               ("core.fsmonitor", "watchman"),
+               ("include.path", "../shared.inc"), ("includeif.gitdir:/w/.path", "more.inc"),
+               ("core.hookspath", "hooks"), ("core.fsmonitor", "./tools/mon --fast"),
+               ("core.sshcommand", "/usr/bin/ssh -v"), ("include.path", "~/x.inc"), ("include.path", " "),
+               ("alias.st", "status"), ("alias.x", "!bin/x")]
+    assert gitconfig.targets(entries, "/w/.git", "/w") == [
+        ("include.path", "/w/shared.inc"), ("includeif.gitdir:/w/.path", "/w/.git/more.inc"),
+        ("core.hookspath", "/w/hooks"), ("core.fsmonitor", "/w/tools/mon"),
+        ("core.sshcommand", "/usr/bin/ssh"), ("alias.x", "/w/bin/x")]
+    assert gitconfig.targets(entries, "/w.git", None) == [
+        ("include.path", "/shared.inc"), ("includeif.gitdir:/w/.path", "/w.git/more.inc"),
+        ("core.sshcommand", "/usr/bin/ssh")]

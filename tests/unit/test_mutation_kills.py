@@ -1188,6 +1188,7 @@ def test_classify_folds_what_the_jail_gives_counts_it_by_area_and_keeps_odd_path
                                "aws": NS(paths=[NS(path="~/.aws", kind="dir")])},
                   baseline=["cfg", "etc", "bare"], optional=["aws"])
     ev = NS(home="/h", denials=[], paths=[
+        use("/h/.local/state/tmuxjail/store.db", "tmuxjail"),
         use("/h/.cfg/a", "home"),
         use("/h/.cfg/b", "home"),
         use("/etc/app/x", "system"),
@@ -1199,6 +1200,7 @@ def test_classify_folds_what_the_jail_gives_counts_it_by_area_and_keeps_odd_path
     assert c.folded == {"private-home": 2, "system": 1, "scratch": 1}
     assert [u.path for u in c.raw] == ["/h/.aws/\udcff", "/srv/data"] and c.overlay == {}
     assert c.baseline == ["cfg", "bare"] and c.dropped == ["etc"]
+    assert [u.path for u in c.never] == ["/h/.local/state/tmuxjail/store.db"]
 
 def test_show_network_counts_no_forged_negative_and_names_the_fix_of_denied_rows_only(tmp_path):
     from tmuxjail import netlog
@@ -1327,3 +1329,28 @@ def test_resume_hints_blame_tmuxjail_network_only_when_it_narrows(monkeypatch):
     monkeypatch.setenv("TMUXJAIL_NETWORK", "none")
     assert config.restore_network("isolated", old, {"network": "proxy"}, today, "c.toml") == [
         "TMUXJAIL_NETWORK=none narrows every mode: unset it"]
+
+
+def test_an_executable_the_cache_has_no_digest_for_is_hashed_and_a_changed_one_refused(tmp_path, capsys):
+    """The launcher trusts the store's cached digest only when it equals the approved one; any
+    other answer (none, or a stale one) means hashing the opened file, and a file whose sha256 is
+    not the approved digest never runs."""
+    import hashlib
+
+    from tmuxjail import launch
+
+    exe = tmp_path / "codex"
+    exe.write_bytes(b"#!/bin/sh\necho swapped\n")
+    approved = "sha256:" + hashlib.sha256(b"#!/bin/sh\necho approved\n").hexdigest()
+    fd = os.open(exe, os.O_RDONLY)
+    try:
+        for cached in ([], [""], ["sha256:" + "0" * 64]):
+            with pytest.raises(SystemExit) as exit_:
+                launch.exe_checked([(str(exe), approved, fd, [])], cached)
+            assert exit_.value.code == launch.EXIT_REFUSED
+            assert "changed since this session's policy" in capsys.readouterr().err
+        launch.exe_checked([(str(exe), approved, fd, [])], [approved])  # the cache vouches: no hash
+        actual = "sha256:" + hashlib.sha256(exe.read_bytes()).hexdigest()
+        launch.exe_checked([(str(exe), actual, fd, [])], [""])
+    finally:
+        os.close(fd)
