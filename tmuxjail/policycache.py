@@ -163,7 +163,7 @@ class PolicyCache:
                 aged.append((os.lstat(self.dir / n).st_mtime_ns, n))
             except OSError:
                 continue
-        for _, n in sorted(aged)[: len(aged) - MAX_ENTRIES]:
+        for _, n in sorted(aged)[: max(0, len(aged) - MAX_ENTRIES)]:  # fewer when some went meanwhile
             try:
                 os.unlink(self.dir / n)
             except OSError:
