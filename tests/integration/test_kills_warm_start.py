@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 
 import pytest
 from test_warm_cache import BASE, _only_entry, hit_then_same, same, world  # noqa: F401 - world: a fixture
@@ -47,3 +48,28 @@ def test_a_cli_removed_while_a_start_looks_it_up_is_the_full_resolutions_error(w
     monkeypatch.setattr(identity, "locate", locate)
     with pytest.raises(UsageError, match="no executable named"):
         world.warm(BASE)
+
+
+def test_a_cli_relinked_while_a_start_looks_it_up_is_resolved_in_full(world, monkeypatch):  # noqa: F811
+    """An upgrade relinks the CLI (the old link removed, the new one made) just as a warm start
+    checks the cached entry's host facts: that look finds nothing, so the start is a miss, and the
+    full resolution that follows finds the CLI again and starts, not the look's error."""
+    hit_then_same(world, BASE)
+    real, looks = identity.find, []
+
+    def find(*args):
+        looks.append(args)
+        if len(looks) > 1:
+            return real(*args)
+        link = world.bin / "pi"
+        target = os.readlink(link)
+        link.unlink()
+        try:
+            return real(*args)
+        finally:
+            link.symlink_to(target)
+
+    monkeypatch.setattr(identity, "find", find)
+    got = world.warm(BASE)
+    assert len(looks) == 2 and not got.hit
+    same(got, world.full(BASE))

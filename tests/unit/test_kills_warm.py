@@ -73,6 +73,10 @@ def test_a_config_that_cannot_be_read_is_one_line_naming_why(tmp_path):
     with pytest.raises(ConfigError) as err:
         warm.load_config(where)
     assert str(err.value) == f"{where}: cannot read the config: Is a directory"
+    where.rmdir()
+    where.write_bytes(b"default_mode = \"isolated\"\n# caf\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ConfigError, match=r"cannot read the config: 'utf-8' codec can't decode byte 0xe9"):
+        warm.load_config(where)
 
 
 def test_an_executable_gone_after_the_resolution_is_not_remembered(tmp_path):
