@@ -73,3 +73,26 @@ def test_a_cli_relinked_while_a_start_looks_it_up_is_resolved_in_full(world, mon
     got = world.warm(BASE)
     assert len(looks) == 2 and not got.hit
     same(got, world.full(BASE))
+
+
+def test_a_config_changed_while_a_start_resolves_is_not_remembered(world, monkeypatch):  # noqa: F811
+    """The config is edited between the warm start's read of it (the key) and the full
+    resolution's: that resolution is the new config's, and must not be remembered under the old
+    config's key, where the next start with the old config back would take it."""
+    from tmuxjail import plan
+
+    world.write_config("[limits]\nnproc = 444\n")
+    real = plan.resolve
+
+    def resolve(*args, **kwargs):
+        world.write_config("[limits]\nnproc = 333\n")  # the edit, just now
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "resolve", resolve)
+    world.warm(BASE)
+    monkeypatch.setattr(plan, "resolve", real)
+    assert world.entries() == []
+    world.write_config("[limits]\nnproc = 444\n")
+    got = world.warm(BASE)
+    assert not got.hit
+    same(got, world.full(BASE))
