@@ -196,6 +196,16 @@ def test_a_request_cannot_be_changed_once_made():
     assert hash(req) == hash(policy.Request(provider="codex", mode=Mode.isolated, workspaces=(WS,)))
 
 
+def test_the_facts_cannot_be_changed_once_gathered():
+    """The facts are gathered once and shared by the full and the warm path: a resolution may not
+    edit them for the next one (say, drop an own directory from what is hidden)."""
+    f = facts()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.own_dirs = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.home = "/"  # type: ignore[misc]
+
+
 # -- what a `workspace` refusal says ---------------------------------------------------------------
 
 def test_a_workspace_refusal_names_each_repository_and_guard_that_came_or_went():
