@@ -47,6 +47,9 @@ def test_the_native_binary_is_the_one_the_npm_launcher_would_run(tmp_path, home)
     assert r.identity.sha256 == "sha256:" + hashlib.sha256(b"\x7fELF nested").hexdigest()
     nested.chmod(0o644)  # not runnable: the next candidate
     assert identity.locate(adapter("codex"), launcher, "").real == hoisted
+    nested.unlink()
+    nested.mkdir()  # a directory (searchable, so "executable") is no binary either
+    assert identity.locate(adapter("codex"), launcher, "").real == hoisted
 
 
 def test_a_codex_package_file_below_the_home_never_makes_the_home_a_root(tmp_path, home):
