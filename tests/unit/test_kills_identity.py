@@ -68,9 +68,10 @@ def test_a_codex_package_file_below_the_home_never_makes_the_home_a_root(tmp_pat
     assert at.install_roots == (str(home / "x"),) and at.version == "0.2"
 
 
-def test_a_file_changing_under_its_hash_ahead_fails_it_quietly(tmp_path, monkeypatch):
+def test_a_hash_ahead_that_fails_fails_quietly(tmp_path, monkeypatch):
     """The thread hashing ahead gives up without a traceback on the user's terminal when the file
-    changes under it: the start hashes it again and, if it changes again, says so in one line."""
+    changes under it or cannot be read: the start hashes it again and, if it fails again, says so
+    in one line."""
     exe = _exe(tmp_path / "cli", os.urandom(3 * identity.CHUNK + 17))
     before = exe.read_bytes()
     raised: list[BaseException | None] = []
@@ -89,3 +90,10 @@ def test_a_file_changing_under_its_hash_ahead_fails_it_quietly(tmp_path, monkeyp
     ahead.thread.join()
     assert ahead.digest is None and raised == []
     assert identity.sha256_file(exe, None) == "sha256:" + hashlib.sha256(before + b"more").hexdigest()
+    # A path that cannot be read (here: it became a directory, which opens but does not read).
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    identity.hash_ahead([gone], None)
+    ahead = identity._AHEAD.pop(str(gone))
+    ahead.thread.join()
+    assert ahead.digest is None and raised == []
