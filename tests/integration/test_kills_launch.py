@@ -146,12 +146,12 @@ def test_a_pty_share_alone_still_gets_the_jails_own_devpts(jail_env, tmp_path):
 
     def edit(policy):
         policy["limits"]["user"] = []
-        policy["limits"]["ptys"] = 3
+        policy["limits"]["ptys"] = 0  # a share of none (0 is a share: no new pty in the jail)
     _change(env, spec, edit)
     spec["argv"][-1] = "grep ' /dev/pts ' /proc/self/mounts; echo RAN"
     proc = _launch(env, spec, spec["fingerprint"], tmp_path)
     assert proc.returncode == 0 and "RAN" in proc.stdout, (proc.returncode, proc.stderr)
-    assert "max=3" in proc.stdout, proc.stdout
+    assert "max=0" in proc.stdout, proc.stdout
 
 
 def test_a_root_run_jails_proxy_counts_in_its_pids_group(jail_env, tmp_path):

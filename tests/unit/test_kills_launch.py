@@ -185,7 +185,7 @@ def _in_child(fn) -> tuple[int, str]:
         code = 0
         try:
             os.dup2(w, 2)
-            sys.stderr = open(2, "w", closefd=False)  # not pytest's capture: the parent reads it
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - not pytest's capture: the parent reads it
             fn()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
@@ -253,12 +253,13 @@ def test_the_helper_without_a_proxy_leaves_the_pane_and_joins_no_group(tmp_path)
 
     def run() -> None:
         ask_r, ask_w = os.pipe()
-        store_r, store_w = os.pipe()
+        _store_r, store_w = os.pipe()
         os.write(ask_w, json.dumps(req).encode())
         os.close(ask_w)
         launch.helper(os.getppid(), ask_r, store_w, -1, -1)
         still_open = [fd for fd in (0, 1, 2) if _is_open(fd)]
-        cgroup = open("/proc/self/cgroup").read()
+        with open("/proc/self/cgroup") as f:
+            cgroup = f.read()
         os.write(out_w, json.dumps({"open": still_open, "joined": "kl-helper" in cgroup}).encode())
 
     before = _groups()
