@@ -198,3 +198,49 @@ def test_a_root_run_jails_proxy_counts_in_its_pids_group(jail_env, tmp_path):
             raise
     assert launcher.returncode == 0 and "RAN" in out, err
     assert joined, "the root-run proxy's threads are not counted in the jail's pids group"
+
+
+def test_a_cli_the_stores_digest_cache_vouches_for_is_not_hashed_again(jail_env, tmp_path):
+    """The start hashed the CLI and cached its digest under the file's stat identity; the
+    launcher asks the store for it and does not read the whole file again (a 100 MB CLI costs
+    seconds on every start). Shown with a cached digest that is the policy's but not the file's:
+    only a launch that trusted the cache runs it."""
+    from tmuxjail.store import Store
+
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    exe = spec["policy"]["executable"]["path"]
+    vouched = "sha256:" + "1" * 64
+    spec["policy"]["executable"]["sha256"] = vouched
+    _restore(env, spec)
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 3 and "changed since" in proc.stderr, proc.stderr  # the control: hashed, refused
+    s = Store(Path(env.store))
+    s.put_digest(exe, tuple(launch_stat_key(exe)), vouched)
+    s.close()
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 0 and "RAN" in proc.stdout, (proc.returncode, proc.stderr)
+
+
+def launch_stat_key(path: str) -> list[int]:
+    from tmuxjail.launch import stat_key
+
+    return stat_key(os.stat(path))
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/strace", os.X_OK), reason="needs strace (scripts/test.sh installs it)")
+def test_a_traced_launch_with_a_proxy_ends_when_its_jail_ends(jail_env, tmp_path):
+    """A discovery run: strace replaces the launcher and waits for every child of it, so the
+    proxy must not be one (it waits for the launcher to end): the run ends with its jail."""
+    from tmuxjail.discover.trace import CAP_FILE
+
+    env = jail_env
+    _, spec = _spec(env, tmp_path)
+    assert spec["policy"].get("network") == "proxy"
+    run = Path(env.store).parent / "discover" / "kl-trace"
+    run.mkdir(parents=True)
+    (run / CAP_FILE).write_text(str(1 << 24))
+    spec["trace"] = str(run / "trace")
+    proc = _launch(env, spec, spec["fingerprint"], tmp_path)
+    assert proc.returncode == 0 and "RAN" in proc.stdout, (proc.returncode, proc.stderr)
+    assert (run / "trace").stat().st_size > 0
