@@ -1,6 +1,6 @@
 """The in-pane launcher's checks, at unit level: survivors of launch.py's mutation run (issue 29).
 Each test states what a user or an attacker relies on; a real launch: tests/integration/
-test_kills_launch.py."""
+test_kills_launch_jail.py."""
 
 from __future__ import annotations
 
