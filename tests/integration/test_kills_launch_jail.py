@@ -135,6 +135,7 @@ def test_a_jail_share_is_written_without_a_pty_share_too(jail_env, tmp_path):
     _change(env, spec, edit)
     proc = _launch(env, spec, spec["fingerprint"], tmp_path)
     assert proc.returncode == 5 and "cannot give the jail its own user namespace" in proc.stderr, (proc.returncode, proc.stderr)
+    assert "(limits: Invalid argument)" in proc.stderr, proc.stderr  # what failed: a value, not a step
     assert "RAN" not in proc.stdout
 
 

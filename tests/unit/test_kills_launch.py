@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from test_policy import LAYOUT, resolve
@@ -283,3 +284,61 @@ def _is_open(fd: int) -> bool:
         return True
     except OSError:
         return False
+
+
+# -- the spec itself, the bubblewrap options, the exec --------------------------------------------
+
+@pytest.mark.parametrize("tail", [["--tmpfs"], ["--bind", "/usr"], ["--chdir", "/w", "--setenv", "X"]])
+def test_a_sandbox_option_cut_off_from_its_arguments_is_refused(tmp_path, capsys, tail):
+    """Every bubblewrap option before `--` has its arguments: one cut short would take the
+    next option (or nothing) as its own, so the launcher refuses instead of guessing."""
+    pol = {"workspace_write": [str(tmp_path)], "workspace_read": [], "host_write": [], "host_read": [],
+           "private_home": None}
+    with pytest.raises(SystemExit) as exit_:
+        launch.fd_binds(["--ro-bind", "/usr", "/usr", *tail], pol)
+    assert exit_.value.code == launch.EXIT_REFUSED and "lacks its arguments" in capsys.readouterr().err
+
+
+def test_a_spec_the_launcher_cannot_delete_is_still_read_once(tmp_path):
+    """The spec is deleted as soon as it is open (it holds credential values); a directory that
+    does not let the launcher delete it does not stop the launch: the spec is read all the same."""
+    import shutil
+    import tempfile
+
+    # pytest's own temp tree is root's alone: nobody could not reach a spec there.
+    base = tempfile.mkdtemp(prefix="kl-spec-") if os.getuid() == 0 else str(tmp_path)
+    os.chmod(base, 0o755)
+    d = Path(base) / "specs"
+    d.mkdir()
+    path = d / "spec.json"
+    path.write_text('{"session_id": "s1"}')
+    uid = 65534 if os.getuid() == 0 else os.getuid()  # root deletes anything: read it as nobody
+    os.chown(d, uid, -1)
+    os.chown(path, uid, -1)
+    os.chmod(path, 0o600)
+    os.chmod(d, 0o500)
+
+    def read() -> None:
+        if os.getuid() == 0:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        spec = launch.read_spec(str(path))
+        if spec != {"session_id": "s1"}:
+            raise SystemExit(7)
+    try:
+        code, err = _in_child(read)
+        assert (code, err) == (0, ""), (code, err)
+        assert path.exists()  # could not be deleted, and that stopped nothing
+    finally:
+        os.chmod(d, 0o700)
+        if base != str(tmp_path):
+            shutil.rmtree(base)
+
+
+def test_an_exec_that_fails_is_a_one_line_refusal(tmp_path):
+    """bubblewrap (or an unguarded CLI) gone between the checks and the exec: the pane says which
+    program could not run and why, not a traceback."""
+    missing = str(tmp_path / "gone" / "bwrap")
+    code, err = _in_child(lambda: launch.exec_closing([missing, "--version"], {}, ()))
+    assert code == launch.EXIT_UNAVAILABLE and f"cannot run {missing}" in err and "UNCAUGHT" not in err, (code, err)
