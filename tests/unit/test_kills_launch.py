@@ -342,3 +342,26 @@ def test_an_exec_that_fails_is_a_one_line_refusal(tmp_path):
     missing = str(tmp_path / "gone" / "bwrap")
     code, err = _in_child(lambda: launch.exec_closing([missing, "--version"], {}, ()))
     assert code == launch.EXIT_UNAVAILABLE and f"cannot run {missing}" in err and "UNCAUGHT" not in err, (code, err)
+
+
+def test_a_cli_written_in_place_after_its_check_is_refused(tmp_path, capsys):
+    """The launcher checked the opened file; a write into the same file before bubblewrap runs
+    (the fd would then show the new bytes) changes its stat identity: refused at the last moment."""
+    import hashlib
+
+    exe = tmp_path / "codex"
+    exe.write_bytes(b"#!/bin/sh\necho approved\n")
+    pol = {"executable": {"path": str(exe), "sha256": "sha256:" + hashlib.sha256(exe.read_bytes()).hexdigest(),
+                          "extra": []}}
+    opened = launch.open_executables(pol)
+    try:
+        launch.exe_checked(opened, [])
+        launch.exe_unchanged(opened)  # the control: untouched, it goes on
+        with open(exe, "r+b") as f:
+            f.write(b"#!/bin/sh\necho swapped\n")
+        with pytest.raises(SystemExit) as exit_:
+            launch.exe_unchanged(opened)
+        assert exit_.value.code == launch.EXIT_REFUSED and "was modified while" in capsys.readouterr().err
+    finally:
+        for _, _, fd, _ in opened:
+            os.close(fd)
