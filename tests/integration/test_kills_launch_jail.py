@@ -232,8 +232,8 @@ def launch_stat_key(path: str) -> list[int]:
 @pytest.mark.skipif(not os.access("/usr/bin/strace", os.X_OK), reason="needs strace (scripts/test.sh installs it)")
 def test_a_traced_launch_with_a_proxy_ends_when_its_jail_ends(jail_env, tmp_path):
     """A discovery run under the network proxy: strace in front of bubblewrap, the proxy
-    listening; the run ends with its jail and leaves its trace. (Whether the proxy detaches from
-    strace made no difference here: see the lead's notes on the detach survivor.)"""
+    listening; the run ends with its jail and leaves its trace. (It does not show whether the
+    proxy detaches from strace: with strace 6.1 the run ends either way.)"""
     from tmuxjail.discover.trace import CAP_FILE
 
     env = jail_env
