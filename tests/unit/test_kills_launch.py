@@ -365,3 +365,46 @@ def test_a_cli_written_in_place_after_its_check_is_refused(tmp_path, capsys):
     finally:
         for _, _, fd, _ in opened:
             os.close(fd)
+
+
+# -- found after the first triage: the launcher's own usage, the proxy's reason, the status file -----
+
+@pytest.mark.parametrize("argv", [["--fp", "sha256:x"], ["--fp"], [], ["--xx", "sha256:x", "/s.json"],
+                                  ["--fp", "sha256:x", "/s.json", "extra"]])
+def test_a_launcher_called_any_other_way_prints_its_usage_and_does_nothing(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        launch.main(argv)
+    assert exit_.value.code == 2 and "usage: python -m tmuxjail.launch --fp FINGERPRINT SPEC" in capsys.readouterr().err
+
+
+def test_a_proxy_that_could_not_start_gives_its_own_reason(capsys):
+    """The helper's `!reason` line is what the user sees (a port in use, a limit): not a bare 'it exited'."""
+    with no_hang(), pytest.raises(SystemExit) as exit_:
+        launch.proxy_ready(_helper(b"!cannot bind the proxy socket: Address in use\n"))
+    err = capsys.readouterr().err
+    assert exit_.value.code == launch.EXIT_UNAVAILABLE and "cannot bind the proxy socket: Address in use" in err, err
+
+
+@pytest.mark.parametrize("status", ["/tmp/elsewhere.status", None])
+def test_a_spec_whose_status_file_is_not_its_own_is_refused(tmp_path, status):
+    """The status file is where the launcher reports the CLI's exit for `tmuxjail list`: a spec
+    pointing it anywhere but beside itself (or /dev/null, an extra pane) is tampered."""
+    pol = resolve("isolated")
+    spec, path = _verify_spec(tmp_path, pol, True)
+    launch.verify(spec, pol, path)  # the control
+    spec["status_file"] = os.devnull
+    launch.verify(spec, pol, path)
+    spec["status_file"] = status
+    with pytest.raises(SystemExit) as exit_:
+        launch.verify(spec, pol, path)
+    assert exit_.value.code == launch.EXIT_REFUSED
+
+
+def test_a_spec_that_leaves_out_its_sandbox_setting_is_taken_as_sandboxed(tmp_path):
+    pol = resolve("isolated")
+    spec, path = _verify_spec(tmp_path, pol, True)
+    del spec["sandboxed"]
+    launch.verify(spec, pol, path)
+    spec["sandboxed"] = False
+    with pytest.raises(SystemExit):
+        launch.verify(spec, pol, path)
