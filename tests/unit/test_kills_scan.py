@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import socket
+import subprocess
 import tempfile
 import types
 
@@ -112,6 +113,32 @@ def test_a_changed_line_git_cannot_parse_is_a_changed_finding(tmp_path):
     assert first[0] == second[0] and first[1] != second[1]
 
 
+def test_a_config_of_exactly_the_parse_limit_is_parsed_and_a_larger_one_does_not_hide_the_worktree_config(tmp_path):
+    ws = tmp_path / "ws"
+    head = "[core]\n\tfsmonitor = \"touch /tmp/x\"\n#"
+    git = _repo(ws / "repo", head + "x" * (scan.MAX_PARSE - len(head) - 1) + "\n")
+    assert len((git / "config").read_text()) == scan.MAX_PARSE
+    found = _found(scan.scan([str(ws)]), ws)
+    assert ("repo/.git/config", "git-config", None, "core.fsmonitor = touch /tmp/x") in found, found
+    (git / "config").write_text(head + "x" * scan.MAX_PARSE)
+    _w(git / "config.worktree", "[core]\n\tpager = \"sh -c evil\"\n")
+    found = _found(scan.scan([str(ws)]), ws)
+    assert {("repo/.git/config", "git-config", None, "not parsed (too large or unreadable): check it by hand"),
+            ("repo/.git/config.worktree", "git-config", None, "core.pager = sh -c evil")} <= found, found
+
+
+def test_a_path_through_a_fifo_neither_hangs_nor_stops_the_walk(tmp_path):
+    """The agent names a hooks directory below a FIFO it planted: opening it must not wait for a
+    writer (the walk would hang and the audit never answer)."""
+    ws = tmp_path / "ws"
+    _repo(ws / "repo", "[core]\n\thooksPath = trap/hooks\n")
+    s = scan.scan([str(ws / "repo/.git/config")])  # a workspace that is not a directory is not opened as one
+    assert s.capped == [f"{ws / 'repo/.git/config'}: not scanned (Not a directory)"] and not s.findings
+    os.mkfifo(ws / "repo/trap")
+    found = _kinds(scan.scan([str(ws)]), ws)
+    assert found == {("repo/.git", "git-repo"), ("repo/.git/config", "git-config")}, found
+
+
 # -- hooks --------------------------------------------------------------------------------------
 
 def test_hooks_reported_are_those_git_would_run(tmp_path):
@@ -136,15 +163,16 @@ def test_git_metadata_swapped_for_symlinks_is_reported_once_each_for_what_it_is(
     git = _repo(ws / "repo", "")
     (git / "config").unlink()
     _w(ws / "mine/config", "[core]\n\tfsmonitor = evil\n")
+    _w(ws / "mine/commondir", "../../mine\n")
     (ws / "mine/hooks").mkdir()
     for name, target in (("config", "mine/config"), ("config.worktree", "mine/config"), ("hooks", "mine/hooks"),
-                         ("commondir", "mine")):
+                         ("commondir", "mine/commondir")):
         os.symlink(ws / target, git / name)
     found = {(os.path.basename(p), k, d) for p, k, _, d in _found(scan.scan([str(ws)]), ws) if p.startswith("repo/.git/")}
     assert found == {("config", "git-config", f"a symlink -> {ws / 'mine/config'}"),
                      ("config.worktree", "git-config", f"a symlink -> {ws / 'mine/config'}"),
                      ("hooks", "git-hook", f"a symlink -> {ws / 'mine/hooks'}"),
-                     ("commondir", "git-commondir", f"a symlink -> {ws / 'mine'}")}, found
+                     ("commondir", "git-commondir", f"a symlink -> {ws / 'mine/commondir'}")}, found
 
 
 def test_a_target_behind_a_link_is_never_followed_out_of_the_workspace(tmp_path):
@@ -247,6 +275,32 @@ def test_a_trusted_file_padded_past_the_read_size_still_changes_when_its_end_doe
     small.write_text("export A=1\n")
     second = sigs()
     assert second[".envrc"] != first[".envrc"] and second[".envrc.local"] == first[".envrc.local"]
+
+
+def test_a_file_of_exactly_the_read_size_is_read_whole_and_unchanged_when_only_touched(tmp_path):
+    """.envrc of exactly MAX_READ bytes is read whole: its finding stays the same through a chmod
+    (a new ctime), as a smaller one's does."""
+    ws = tmp_path / "ws"
+    envrc = _w(ws / ".envrc", "#" * (scan.MAX_READ - 1) + "\n")
+
+    def sig():
+        [f] = scan.scan([str(ws)]).findings
+        return f["sig"]
+    first, ctime = sig(), envrc.stat().st_ctime_ns
+    while envrc.stat().st_ctime_ns == ctime:  # the ctime clock ticks coarsely
+        envrc.chmod(0o600)
+        envrc.chmod(0o644)
+    assert sig() == first
+
+
+def test_a_pth_file_deep_in_a_virtualenv_is_reported(tmp_path):
+    """Python runs the .pth files of site-packages at every start: the walk goes into a
+    virtualenv's site-packages however deep below .venv it lies."""
+    ws = tmp_path / "ws"
+    _w(ws / ".venv/lib/python3.11/site-packages/evil.pth", "import os; os.system('curl evil')\n")
+    _w(ws / ".venv/lib/python3.11/site-packages/pkg/mod.py", "x = 1\n")
+    found = _kinds(scan.scan([str(ws)]), ws)
+    assert (".venv/lib/python3.11/site-packages/evil.pth", "python-pth") in found, found
 
 
 # -- setuid, setgid, hard links -------------------------------------------------------------------
@@ -352,6 +406,7 @@ def test_package_json_counts_for_its_hook_keys_only(tmp_path):
     pj = _w(ws / "package.json", json.dumps({"name": "x", "husky": {"hooks": {"pre-commit": "curl evil", "a": "b"}}}))
     _w(ws / "plain/package.json", json.dumps({"name": "y", "scripts": {"test": "x"}}))
     _w(ws / "list/package.json", json.dumps(["husky"]))
+    _w(ws / "broken/package.json", '{"husky": ')
     _w(ws / "node_modules/dep/package.json", json.dumps({"husky": {}}))  # a dependency's own: not theirs to change
     _w(ws / "node_modules/package.json", json.dumps({"husky": {}}))
 
@@ -398,6 +453,30 @@ def test_a_workspace_that_cannot_be_opened_does_not_end_the_walk(tmp_path):
     s = scan.scan([str(tmp_path / "gone"), str(ws)])
     assert (".envrc", "direnv") in _kinds(s, ws)
     assert s.capped == [f"{tmp_path / 'gone'}: not scanned (No such file or directory)"]
+
+
+def test_a_directory_whose_listing_fails_is_said_and_the_walk_goes_on(tmp_path, monkeypatch):
+    """A directory opened but not listable (the kernel's error, here that of a /proc directory
+    whose process ended between the open and the listing) is a reason the walk is incomplete,
+    and the next workspace is still walked."""
+    ws = tmp_path / "ws"
+    _w(ws / ".envrc", "x")
+    proc = subprocess.Popen(["sleep", "600"])
+    gone = f"/proc/{proc.pid}/fd"
+
+    def monotonic():  # asked between the open of a directory and its listing
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        return 0.0
+    monkeypatch.setattr(scan, "time", types.SimpleNamespace(monotonic=monotonic))
+    try:
+        s = scan.scan([gone, str(ws)], deadline=1.0)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert s.capped == [f"{gone}: not listed (No such file or directory)"], s.capped
+    assert _kinds(s, ws) == {(".envrc", "direnv")}
 
 
 def test_the_time_limit_is_said_once_and_a_deadline_of_now_is_not_past(tmp_path, monkeypatch):
@@ -503,17 +582,24 @@ def test_a_trusted_file_or_hooks_the_user_cannot_read_are_still_reported(shared_
     command keys."""
     ws = shared_tmp / "ws"
     git = _plant_unreadable(ws)
+    git2 = _repo(ws / "repo2", "")  # hooks listable but not searchable: their lstat fails
+    _w(git2 / "hooks/pre-commit", "#!/bin/sh\n", 0o755)
+    _w(git2 / "modules/sub/HEAD", "ref: refs/heads/main\n")
+    (git2 / "modules/sub/objects").mkdir()
+    _w(git2 / "modules/sub/config", "[core]\n\tsshCommand = evil\n")
     if os.geteuid() == 0:
         for p, dirs, files in os.walk(ws):
             for x in (p, *(os.path.join(p, n) for n in dirs + files)):
                 os.chown(x, 65534, 65534)
     (ws / ".envrc").chmod(0)
     (git / "hooks").chmod(0)
+    (git2 / "hooks").chmod(0o400)
     found = _as_nobody(lambda: sorted([os.path.relpath(f["path"], ws), f["kind"], f["detail"]]
                                       for f in scan.scan([str(ws)]).findings))
     assert [".envrc", "direnv", f"unreadable:{errno.EACCES}"] in found, found
     assert ["repo/.git/modules/sub/config", "git-config", "core.fsmonitor = touch /tmp/x"] in found, found
-    assert not any(p.startswith("repo/.git/hooks") for p, *_ in found)
+    assert ["repo2/.git/modules/sub/config", "git-config", "core.sshcommand = evil"] in found, found
+    assert not any(p.startswith(("repo/.git/hooks", "repo2/.git/hooks")) for p, *_ in found)
 
 
 def test_a_socket_under_a_trusted_name_is_still_reported(tmp_path, monkeypatch):
