@@ -9,10 +9,10 @@ The walk never follows a symlink: every directory is opened relative to its pare
 O_NOFOLLOW, and files are read the same way (O_NONBLOCK, regular files only, size-capped), so a
 jail that swaps a directory for a link or plants a FIFO cannot steer or hang it. It is bounded
 (names listed, depth, files stat'ed, bytes read) and says so when a bound was hit. In each
-directory the catalogue names and the subdirectories come first and the per-file lstat of the
-rest last, so a directory padded with files cannot push a repository or a catalogue path out of
-reach. Directories in trust.HEAVY_DIRS are looked into for catalogue names only (trust.descend).
-Nothing here runs git or any other program."""
+directory the catalogue names and the subdirectories come first and the per-file lstat (of every
+file, catalogue names too) last, so a directory padded with files cannot push a repository or a
+catalogue path out of reach. Directories in trust.HEAVY_DIRS are looked into for catalogue names
+only (trust.descend). Nothing here runs git or any other program."""
 
 from __future__ import annotations
 
@@ -140,11 +140,11 @@ class Scan:
                     self._link(dfd, e.name, os.path.join(path, e.name), base, in_git, within)
                 elif e.is_dir(follow_symlinks=False):
                     self._subdir(dfd, e.name, os.path.join(path, e.name), depth, in_git, within, hd, base)
-                elif (within is not None or e.name == ".git" or maybe(e.name)) and \
-                        self._named(dfd, e, os.path.join(path, e.name), base, within, hd):
-                    continue
-                elif self.stat_files and hd < 0:
-                    bulk.append(e)
+                else:
+                    if within is not None or maybe(e.name):  # .git files too: the catalogue names .git
+                        self._named(dfd, e, os.path.join(path, e.name), base, within, hd)
+                    if self.stat_files and hd < 0:  # a catalogue name too: its setuid bit or other names count
+                        bulk.append(e)
             except OSError:
                 continue  # gone or changed while we looked: the next audit sees what is there
         if not self.stat_files:
@@ -181,28 +181,26 @@ class Scan:
         finally:
             os.close(fd)
 
-    def _named(self, dfd: int, e, path: str, parent: str, within: trust.Entry | None, hd: int) -> bool:
-        """Report a file the catalogue names (or one inside a catalogue directory); True if it did."""
+    def _named(self, dfd: int, e, path: str, parent: str, within: trust.Entry | None, hd: int) -> None:
+        """Report a file the catalogue names (or one inside a catalogue directory)."""
         if e.name == ".git":  # a .git file: a worktree or a submodule
             text, digest = self.read(dfd, e.name)
             first = (text or "").strip().splitlines()[:1]
             self.add("git-repo", path, f"git file: {first[0] if first else '(empty)'}", digest)
-            return True
+            return
         if within is not None and (not within.files or e.name in within.files):
             m: trust.Entry | None = within
         else:
             m = self.cat.match(e.name, parent, False)
         if m is None or (m.keys and hd >= 0):  # package.json in dependencies: not theirs to change
-            return False
+            return
         text, digest = self.read(dfd, e.name)
         if m.keys:
             picked = self._keys(text, m.keys)
-            if picked is None:
-                return False
-            self.add(m.kind, path, f"keys {', '.join(m.keys)}: {picked[:160]}", picked, key="keys", entry=m)
-            return True
+            if picked is not None:
+                self.add(m.kind, path, f"keys {', '.join(m.keys)}: {picked[:160]}", picked, key="keys", entry=m)
+            return
         self.add(m.kind, path, f"{len(text or '')} characters" if text is not None else digest, digest, entry=m)
-        return True
 
     @staticmethod
     def _keys(text: str | None, keys: tuple[str, ...]) -> str | None:
