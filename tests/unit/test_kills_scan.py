@@ -611,3 +611,16 @@ def test_a_socket_under_a_trusted_name_is_still_reported(tmp_path, monkeypatch):
         sock.bind(".envrc")
         found = _found(scan.scan([str(ws)]), ws)
     assert found == {(".envrc", "direnv", "envrc", f"unreadable:{errno.ENXIO}")}, found
+
+
+def test_a_trusted_file_whose_read_fails_is_reported_unreadable_not_a_crash(tmp_path):
+    """A read that fails on a file already open (a failing disk's EIO; here an fd the kernel
+    refuses to read from) is a finding the audit reports, never an exception out of the walk."""
+    f = tmp_path / ".envrc"
+    f.write_text("use nix\n")
+    fd = os.open(f, os.O_WRONLY)
+    try:
+        text, digest = scan.Scan([str(tmp_path)]).read_fd(fd)
+    finally:
+        os.close(fd)
+    assert text is None and digest == f"unreadable:{errno.EBADF}"
