@@ -26,7 +26,7 @@ from .render import fail
 from .scan import STAT_KINDS, scan
 from .store import Store
 
-ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")  # \Z: no trailing newline
 TEXT_LIMIT = 200  # findings printed in text; JSON has them all
 WALK_SECONDS = 60.0  # the audit's walk stops here and says so (an `incomplete` finding)
 DETAIL_MAX = 300  # characters of a finding's detail, trigger and fix, printed and stored

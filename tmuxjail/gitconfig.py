@@ -183,7 +183,8 @@ def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
     """(key, absolute path) of every file or directory a config's entries make git read or run by
     path: include.path and includeIf.*.path (relative to the config's own directory),
     core.hooksPath (relative to the worktree), and the program of a command key when it is a path
-    (relative to the worktree, where git runs it). `~` and bare program names lie outside any
+    (relative to the worktree, where git runs it; a `*.path` key such as mergetool.<tool>.path is
+    that path whole, spaces and all). `~` and bare program names lie outside any
     workspace and are left out; so are relative paths of a bare repository (top None)."""
     out: list[tuple[str, str]] = []
     for key, value in entries:
@@ -195,8 +196,8 @@ def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
             path, base = value.strip(), config_dir
         elif k == "core.hookspath":
             path, base = value.strip(), top
-        else:
-            path, base = _first_word(value), top
+        else:  # a *.path key names the program whole (git quotes it); any other is a shell command
+            path, base = (value.strip() if k.endswith(".path") else _first_word(value)), top
             if "/" not in path:
                 continue  # looked up on PATH
         if not path or path.startswith("~"):
