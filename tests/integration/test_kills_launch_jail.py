@@ -153,6 +153,9 @@ def test_a_pty_share_alone_still_gets_the_jails_own_devpts(jail_env, tmp_path):
     proc = _launch(env, spec, spec["fingerprint"], tmp_path)
     assert proc.returncode == 0 and "RAN" in proc.stdout, (proc.returncode, proc.stderr)
     assert "max=0" in proc.stdout, proc.stdout
+    # ... mounted nosuid and noexec, as every other writable mount of the jail
+    options = next(ln for ln in proc.stdout.splitlines() if " /dev/pts " in ln).split()[3].split(",")
+    assert "nosuid" in options and "noexec" in options, options
 
 
 def test_a_root_run_jails_proxy_counts_in_its_pids_group(jail_env, tmp_path):

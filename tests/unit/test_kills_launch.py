@@ -408,3 +408,35 @@ def test_a_spec_that_leaves_out_its_sandbox_setting_is_taken_as_sandboxed(tmp_pa
     spec["sandboxed"] = False
     with pytest.raises(SystemExit):
         launch.verify(spec, pol, path)
+
+
+@pytest.mark.parametrize("argv", ["/usr/bin/bwrap --bind / / sh", [], {}, 7])
+def test_a_spec_argv_that_is_no_list_of_words_is_refused_as_tampered(tmp_path, capsys, argv):
+    """A string would pass a check of its characters one by one; an empty list has no bubblewrap."""
+    pol = resolve("isolated")
+    spec, path = _verify_spec(tmp_path, pol, True)
+    spec["argv"] = argv
+    with pytest.raises(SystemExit) as exit_:
+        launch.verify(spec, pol, path)
+    assert exit_.value.code == launch.EXIT_REFUSED and "argv does not follow" in capsys.readouterr().err
+
+
+def test_every_executable_is_checked_though_the_cache_vouched_for_the_first(tmp_path, capsys):
+    """The policy names the CLI and its interpreter (a node script and node): the cache vouching for
+    one must not end the check of the others."""
+    import hashlib
+
+    good, bad = tmp_path / "node", tmp_path / "codex"
+    good.write_bytes(b"node")
+    bad.write_bytes(b"swapped")
+    approved_good = "sha256:" + hashlib.sha256(b"node").hexdigest()
+    approved_bad = "sha256:" + hashlib.sha256(b"the approved codex").hexdigest()
+    fds = [os.open(good, os.O_RDONLY), os.open(bad, os.O_RDONLY)]
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            launch.exe_checked([(str(good), approved_good, fds[0], []), (str(bad), approved_bad, fds[1], [])],
+                               [approved_good, ""])
+        assert exit_.value.code == launch.EXIT_REFUSED and str(bad) in capsys.readouterr().err
+    finally:
+        for fd in fds:
+            os.close(fd)
