@@ -440,3 +440,66 @@ def test_every_executable_is_checked_though_the_cache_vouched_for_the_first(tmp_
     finally:
         for fd in fds:
             os.close(fd)
+
+
+@root_only
+def test_a_root_run_proxy_that_cannot_join_the_jails_pids_group_still_serves(tmp_path):
+    """The proxy's join of the jail's pids group is a bound on top of MAX_CONNECTIONS, not a
+    condition of serving: a group the kernel refuses (a limit it does not take) leaves the proxy
+    listening and answering, never a jail whose proxy died before its first request."""
+    import socket
+    import time
+
+    db = tmp_path / "store.db"
+    Store(db).close()
+    launcher = os.getpid()  # this process stands for the launcher: the proxy serves while it lives
+    req = {"store": str(db), "session_id": "kl-proxy-join", "detach": False, "files": [], "nproc": -5,
+           "proxy": {"allow_domains": [], "resolve": []}}
+    ask_r, ask_w = os.pipe()
+    store_r, store_w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    os.write(ask_w, json.dumps(req).encode())
+    os.close(ask_w)
+    os.close(go_w)  # the launcher has exec'd
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ready_r)
+            os.close(store_r)
+            launch.helper(launcher, ask_r, store_w, ready_w, go_r)
+        finally:
+            os._exit(0)
+    try:
+        for fd in (ask_r, store_w, ready_w, go_r):
+            os.close(fd)
+        with no_hang(30):
+            line = os.read(ready_r, 4096).decode().strip()
+            assert line.startswith("/"), line
+            c = socket.socket(socket.AF_UNIX)
+            c.settimeout(20)
+            answered = b""
+            for _ in range(50):  # the proxy loads its code after the go pipe's EOF
+                try:
+                    c.connect(line)
+                    c.sendall(b"CONNECT nowhere.invalid:443 HTTP/1.1\r\nHost: nowhere.invalid:443\r\n\r\n")
+                    answered = c.recv(64)
+                    break
+                except OSError:
+                    c.close()
+                    c = socket.socket(socket.AF_UNIX)
+                    c.settimeout(20)
+                    time.sleep(0.1)
+            c.close()
+        assert answered.startswith(b"HTTP/1."), answered
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+        os.close(store_r)
+        from tmuxjail.sandbox import pids
+
+        found = pids.hierarchy()
+        for g in _groups():
+            if g.startswith("kl-proxy-join") and found:
+                os.rmdir(f"{found[0]}/{pids.GROUP}/{g}")
