@@ -8,26 +8,12 @@ import shutil
 import subprocess
 
 import pytest
+from test_mutation_kills import _git_list  # git's own reading of a config
 
 from tmuxjail import gitconfig
 
 pytestmark = pytest.mark.skipif(not shutil.which("git"), reason="git is not installed")
 
-
-def _git_list(tmp_path, text: str):
-    """git's own reading of a config file written here ((key, value or None) list), None if git refuses it."""
-    f = tmp_path / "config"
-    f.write_bytes(text.encode())
-    env = {"HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ["PATH"], "LANG": "C"}
-    proc = subprocess.run(["git", "config", "--file", str(f), "--no-includes", "--list", "-z"],
-                          capture_output=True, env=env)
-    if proc.returncode:
-        return None
-    out = []
-    for item in proc.stdout.decode().split("\0")[:-1]:
-        key, nl, value = item.partition("\n")
-        out.append((key, value if nl else None))
-    return out
 
 
 @pytest.mark.parametrize("text, parsed", [
