@@ -385,6 +385,13 @@ def _exit_when_readable(fd: int, leave) -> None:
     leave()
 
 
+def _exit_on_sigterm(leave) -> None:
+    import signal
+
+    signal.sigwait({signal.SIGTERM})
+    leave()
+
+
 def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False) -> NoReturn:
     """The proxy process of one jailed pane, forked by the launcher (`parent`, which execs bwrap
     next, or strace in front of it), once netlisten.begin() listens and has told the launcher so:
@@ -410,7 +417,12 @@ def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False)
             proxy.rec.flush(wait=False)  # the last second of counters and aggregated rows
             _exit(path)
 
-        signal.signal(signal.SIGTERM, leave)
+        # SIGTERM is blocked in every thread (they inherit the mask) and taken by one of them
+        # with sigwait. A handler runs only in the main thread, between bytecodes: a SIGTERM that
+        # lands just before it blocks in accept(), or on another thread, would be answered only
+        # at the next connection, and the proxy would outlive the pane.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        threading.Thread(target=_exit_on_sigterm, args=(leave,), daemon=True).start()
         threading.Thread(target=_exit_when_readable, args=(watch, leave), daemon=True).start()
         keep = sorted((listener.fileno(), watch))
         for lo, hi in itertools.pairwise([2, *keep, 65536]):

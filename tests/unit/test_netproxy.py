@@ -837,6 +837,20 @@ def test_the_proxy_ends_when_told_even_if_its_records_cannot_be_flushed(tmp_path
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "stuck"
+        # Every thread blocks SIGTERM, so the kernel keeps it for the one in sigwait: a handler
+        # would run only in the main thread, and one landing just before accept() blocks, or on
+        # another thread, waited for the next connection (seen: 1 run in 35 hung).
+        # (sigtimedwait unblocks what it waits for while it waits.)
+        waiting = []
+        for task in os.listdir(f"/proc/{proc.pid}/task"):
+            with open(f"/proc/{proc.pid}/task/{task}/wchan") as f:
+                if "sigtimedwait" in f.read():
+                    waiting.append(task)
+                    continue
+            with open(f"/proc/{proc.pid}/task/{task}/status") as f:
+                blocked = next(int(line.split()[1], 16) for line in f if line.startswith("SigBlk:"))
+            assert blocked & 1 << (signal.SIGTERM - 1), task
+        assert len(waiting) == 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
