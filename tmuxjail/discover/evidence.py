@@ -327,17 +327,7 @@ def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod
             elif c.name == "fchdir" and (dirfd := c.decor(0)):
                 cwd[c.pid] = dirfd
 
-    held_p: list[_Use] = []
-    held_d: list[_Use] = []
-    for path, u in sorted(uses.items()):
-        errs = [e for _, e in u.tried]
-        u.hidden = any(e in DENIED for e in errs) or (
-            any(e in HIDDEN for e in errs) and not u.odd and u.area != "unknown" and host_has(path))
-        u.path = path
-        if u.hidden:
-            held_d.append(u)
-        if u.kinds or u.odd:  # an odd name is kept even when it failed: a line in the evidence
-            held_p.append(u)
+    held_p, held_d = _held(uses, host_has)
     del uses
     kept_p, folded_p, cut_p = fit(held_p, "paths")
     kept_d, folded_d, cut_d = fit(held_d, "denials")
@@ -349,15 +339,7 @@ def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod
     status = ex.status if ex else None
     ident = meta["identity"]
     provided, declared = sorted(meta.get("env_provided", ())), sorted(meta.get("env_declared", ()))
-    dests = [Destination(destination=k, decision="connected" if v["ok"] else "failed", source="trace",
-                         lines=v["lines"]) for k, v in sorted(connects.items())]
-    if proxy_log is None:
-        net = Network(observed_by_proxy=False, note="not observed by a proxy (no per-session proxy log); "
-                      "connect() addresses from the trace only", destinations=dests)
-    else:
-        net = Network(observed_by_proxy=True, note="from the session's proxy log", destinations=[
-            *(Destination(destination=f"{r.get('host')}:{r.get('port')}", decision=str(r.get("decision")),
-                          source="proxy") for r in proxy_log), *dests])
+    net = _network(connects, proxy_log)
     return Evidence(
         id=meta["id"], mode=meta["mode"],
         identity=Identity(provider=meta["provider"], path=ident["path"], sha256=ident["sha256"],
@@ -376,6 +358,33 @@ def _build(meta: dict, tree: Tree, t: trace_mod.Trace, calls: Iterable[trace_mod
         trace=TraceInfo(mechanism="strace -f (ptrace, outside the jail)", sha256=trace_sha256, lines=t.lines,
                         rejected=t.rejected, truncated=t.truncated, cap=t.cap),
     )
+
+
+def _held(uses: dict[str, _Use], host_has: Callable[[str], bool]) -> tuple[list[_Use], list[_Use]]:
+    """(the paths the evidence lists, the denials), each _Use given its path and `hidden`."""
+    held_p: list[_Use] = []
+    held_d: list[_Use] = []
+    for path, u in sorted(uses.items()):
+        errs = [e for _, e in u.tried]
+        u.hidden = any(e in DENIED for e in errs) or (
+            any(e in HIDDEN for e in errs) and not u.odd and u.area != "unknown" and host_has(path))
+        u.path = path
+        if u.hidden:
+            held_d.append(u)
+        if u.kinds or u.odd:  # an odd name is kept even when it failed: a line in the evidence
+            held_p.append(u)
+    return held_p, held_d
+
+
+def _network(connects: dict[str, dict], proxy_log: list[dict] | None) -> Network:
+    dests = [Destination(destination=k, decision="connected" if v["ok"] else "failed", source="trace",
+                         lines=v["lines"]) for k, v in sorted(connects.items())]
+    if proxy_log is None:
+        return Network(observed_by_proxy=False, note="not observed by a proxy (no per-session proxy log); "
+                       "connect() addresses from the trace only", destinations=dests)
+    return Network(observed_by_proxy=True, note="from the session's proxy log", destinations=[
+        *(Destination(destination=f"{r.get('host')}:{r.get('port')}", decision=str(r.get("decision")),
+                      source="proxy") for r in proxy_log), *dests])
 
 
 def fit(uses: list[_Use], which: Literal["paths", "denials"]) -> tuple[list[_Use], list[Collapsed], int]:
