@@ -526,6 +526,18 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
                       else "the session's own temp dir (TMPDIR points here)")
         out += _allow("file-write*", write_rule(role, path, excl))
 
+    out += _temp_rules(read, never, keep)
+    out += _socket_rules(policy, params, never, own)
+
+    if policy.get("network", "host") == "host":
+        out += _network()
+    if KEYCHAIN_CAPABILITY in policy.get("capabilities", ()):
+        out += _keychain(policy, params)
+    return out
+
+
+def _temp_rules(read: str, never: _Excl, keep: _Excl) -> list[str]:
+    out: list[str] = []
     folders = ["/private/var/folders", "/var/folders"]
     out += _allow(read,
                   [_except(f"(subpath {_q(t)})", never.filters([t])) for t in TEMP_SUBPATHS]
@@ -538,7 +550,12 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
                   + [_except(f"(regex {_rx(rx)})", never.filters(folders) + keep.filters(folders))
                      for rx in (*TEMP_WRITE_REGEXES, *CACHE_WRITE_REGEXES)])
     out += _allow("file-read-metadata", [f"(regex {_rx(rx)})" for rx in TEMP_METADATA_REGEXES])
+    return out
 
+
+def _socket_rules(policy: dict[str, Any], params: _Params, never: _Excl,
+                  own: list[tuple[str, str, _Excl]]) -> list[str]:
+    out: list[str] = []
     # connect() to a unix socket is network-outbound, not a file access: only inside the
     # workspaces, the private home and the session's temp dir; never in the shared /tmp or
     # $TMPDIR (an ssh-agent, screen, a database), never tmux's, launchd's or tmuxjail's.
@@ -554,11 +571,6 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
                   "unix sockets: only the jail's own places, and DNS")
     out += _allow("network-bind",
                   [_except(f"(local unix-socket {f})", ex.filters([v], "local")) for f, v, ex in targets])
-
-    if policy.get("network", "host") == "host":
-        out += _network()
-    if KEYCHAIN_CAPABILITY in policy.get("capabilities", ()):
-        out += _keychain(policy, params)
     return out
 
 
