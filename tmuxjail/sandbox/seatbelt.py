@@ -488,13 +488,7 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
                 for v, n in zip(spellings(path), params.names(role, path), strict=True)]
 
     read = "file-read* file-map-executable"
-    # /System holds the data volume again under /System/Volumes/Data: the whole of /Users by
-    # another name. Only the system part is granted.
-    data = [f"(subpath {_q(DATA_VOLUME)})", f"(regex {_rx(_ci(DATA_VOLUME, 'dir'))})"]
-    out += _allow(read, [_except(f"(subpath {_q(p)})", never.filters([p]) + (data if _under(DATA_VOLUME, p) else []))
-                         for p in SYSTEM_READ_SUBPATHS],
-                  "system paths: read-only (not the data volume under /System/Volumes/Data)")
-    out += _allow("file-read*", [f"(literal {_q(p)})" for p in SYSTEM_READ_LITERALS])
+    out += _system_rules(read, never)
 
     installs = [r for r in policy["install_roots"]
                 if not any(_under(r, s) for s in SYSTEM_READ_SUBPATHS)]
@@ -534,6 +528,16 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
     if KEYCHAIN_CAPABILITY in policy.get("capabilities", ()):
         out += _keychain(policy, params)
     return out
+
+
+def _system_rules(read: str, never: _Excl) -> list[str]:
+    # /System holds the data volume again under /System/Volumes/Data: the whole of /Users by
+    # another name. Only the system part is granted.
+    data = [f"(subpath {_q(DATA_VOLUME)})", f"(regex {_rx(_ci(DATA_VOLUME, 'dir'))})"]
+    return [*_allow(read, [_except(f"(subpath {_q(p)})", never.filters([p]) + (data if _under(DATA_VOLUME, p) else []))
+                           for p in SYSTEM_READ_SUBPATHS],
+                    "system paths: read-only (not the data volume under /System/Volumes/Data)"),
+            *_allow("file-read*", [f"(literal {_q(p)})" for p in SYSTEM_READ_LITERALS])]
 
 
 def _temp_rules(read: str, never: _Excl, keep: _Excl) -> list[str]:
