@@ -10,9 +10,10 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import budget, config, host, launch, netbridge, paths
+from . import budget, config, host, launch, paths
 from .errors import TmuxjailError
 from .model import Limits
+from .net import bridge as netbridge
 from .profiles import executables
 from .sandbox import bwrap, landlock, pids, seccomp
 from .store import FIX, Store

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-    from .netlisten import Early
+    from .net.listen import Early
 
 EXIT_REFUSED = 3
 STUB = "import sys; sys.path[:0] = [{root!r}]; from tmuxjail.launch import main; main(sys.argv[1:])"
@@ -171,7 +171,7 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         # On a discovery run strace replaces the launcher and waits for every child of it, while
         # the proxy waits for it to exit: there the proxy is a grandchild (detach).
         if req["proxy"] is not None:
-            from . import netlisten
+            from .net import listen as netlisten
 
             early = netlisten.begin(req["store"], req["session_id"], parent, ready, req["detach"])
         if os.getuid() == 0:
@@ -194,7 +194,7 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         os.close(go)
         if netlisten.ended(early[2], 0.01):
             return
-        from . import netproxy
+        from .net import proxy as netproxy
 
         netproxy.run(req["proxy"], early, parent, req["detach"])
     finally:
@@ -359,7 +359,7 @@ def main(argv: list[str]) -> None:
     proxied = policy.get("network") == "proxy" and policy.get("backend") != "none"
     python = ""
     if proxied:
-        from . import netbridge
+        from .net import bridge as netbridge
 
         found = netbridge.python_for_jail(policy, sys.executable)
         if found is None:
@@ -382,7 +382,7 @@ def main(argv: list[str]) -> None:
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
     if proxied:
-        from . import netbridge
+        from .net import bridge as netbridge
 
         env = netbridge.env(env)
     own_session_keyring()

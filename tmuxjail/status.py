@@ -24,8 +24,8 @@ from .activity import SCREEN_SEARCH, guess, needs_screen
 from .audit import counts
 from .context import server_of
 from .errors import TmuxjailError
-from .netlisten import session_dir
-from .netrecord import totals
+from .net.listen import session_dir
+from .net.record import totals
 from .tmux import default_socket
 
 LAUNCH_MARK = "tmuxjail.launch"

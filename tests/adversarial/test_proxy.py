@@ -22,7 +22,7 @@ import pytest
 from conftest import descendants, wait_until
 from test_escapes import Jail
 
-from tmuxjail import netbridge
+from tmuxjail.net import bridge as netbridge
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")

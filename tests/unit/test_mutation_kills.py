@@ -22,9 +22,6 @@ from tmuxjail import (
     config,
     identity,
     launch,
-    netcheck,
-    netpolicy,
-    netproxy,
     policycache,
     profiles,
     restrict,
@@ -32,6 +29,9 @@ from tmuxjail import (
 )
 from tmuxjail.errors import ConfigError, NotApproved, UsageError
 from tmuxjail.model import ExecutableIdentity
+from tmuxjail.net import check as netcheck
+from tmuxjail.net import policy as netpolicy
+from tmuxjail.net import proxy as netproxy
 from tmuxjail.sandbox.bwrap import Bwrap
 
 
@@ -284,9 +284,9 @@ def test_bubblewrap_is_found_by_its_fixed_paths_in_order(monkeypatch):
 
 LEAN = {  # module -> what it must not load: the launcher and the warm start import them on every start
     "sandbox.bwrap": "typing", "sandbox.seccomp": "typing", "sandbox.pids": "typing", "sandbox.landlock": "typing",
-    "launch": "typing", "netcheck": "typing", "netpolicy": "typing", "policycache": "typing",
+    "launch": "typing", "net.check": "typing", "net.policy": "typing", "policycache": "typing",
     "approvals": "pydantic", "warm": "pydantic", "identity": "pydantic", "config": "pydantic",
-    "restrict": "pydantic", "netlog": "pydantic", "audit": "pydantic",
+    "restrict": "pydantic", "net.log": "pydantic", "audit": "pydantic",
 }
 
 
@@ -316,7 +316,7 @@ def _log_dir(tmp_path, sid="sid-1"):
 
 
 def test_show_network_prints_space_and_tilde_but_not_delete(tmp_path):
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     store, log = _log_dir(tmp_path)
     with open(log, "w") as f:
@@ -329,7 +329,7 @@ def test_show_network_reads_no_link_no_fifo_and_no_missing_log(tmp_path):
     and without blocking (a FIFO there would hang `show`); a session without a log has no rows."""
     import threading
 
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     store, log = _log_dir(tmp_path)
     assert netlog.read(store, "sid-1") == [] and netlog.read(store, "no-such-session") == []
@@ -1078,7 +1078,7 @@ def _counter_file(directory, name, table):
 def test_show_network_merges_every_proxys_counters_past_unreadable_ones(tmp_path):
     """Each proxy of a session keeps its own counters file; one that is torn or forged (the host
     names in it came from the jail) is skipped, never the end of the reading."""
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     _counter_file(tmp_path, "1", "{torn")
     _counter_file(tmp_path, "2", "[1, 2]")
@@ -1096,7 +1096,7 @@ def test_show_network_merges_every_proxys_counters_past_unreadable_ones(tmp_path
 
 
 def test_show_network_says_what_would_allow_a_denied_destination():
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     iso, compat = {"mode": "isolated", "provider": "codex"}, {"mode": "compatibility", "provider": "codex"}
     assert netlog.fix("allowlist", "x.test", iso, None).startswith("a new session (today's config allows it): ")
@@ -1106,7 +1106,7 @@ def test_show_network_says_what_would_allow_a_denied_destination():
 
 
 def test_show_network_text_shows_every_part_it_has(tmp_path):
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     session = {"id": "s1", "name": "j", "policy": {"network": "proxy", "allow_domains": ["a.test", "b.test"]}}
     rep = netlog.report(session, str(tmp_path / "store.db"))
@@ -1203,7 +1203,7 @@ def test_classify_folds_what_the_jail_gives_counts_it_by_area_and_keeps_odd_path
     assert [u.path for u in c.never] == ["/h/.local/state/tmuxjail/store.db"]
 
 def test_show_network_counts_no_forged_negative_and_names_the_fix_of_denied_rows_only(tmp_path):
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     d = tmp_path / "net" / "s1"
     d.mkdir(parents=True)

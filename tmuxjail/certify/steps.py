@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..netpolicy import covers
-from ..netproxy import LOG_NAME, session_dir
+from ..net.policy import covers
+from ..net.proxy import LOG_NAME, session_dir
 from . import quirks
 from .checks import Check, Trial, check, excerpt, hashes, parse_report
 from .scratch import OWN_DIRS, PROBE_TIMEOUT, Run, wait_file

@@ -19,13 +19,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import approvals, identity, netlog, netrecord, plan, profiles
+from .. import approvals, identity, plan, profiles
 from .. import config as config_mod
 from ..adapters import get as get_adapter
 from ..commands.start import start as start_session
 from ..commands.stop import stop as stop_session
 from ..context import server_of
 from ..errors import NotApproved, SandboxUnavailable, TmuxjailError, UsageError
+from ..net import log as netlog
+from ..net import record as netrecord
 from ..paths import ensure_private_dir
 from ..policy import BASE_ENV, never_passed
 from . import candidate as cand_mod
