@@ -225,7 +225,7 @@ def bench_start(base: Path, runs: int) -> dict:
                     pane = w.pane_pid(name)
                     for pid in children(pane):
                         cmd = cmdline(pid)
-                        if b"tmuxjail.launch" in cmd:
+                        if b"tmuxjail.pane.launch" in cmd:
                             proxy_rss.append(vmrss_kb(pid))
                         elif b"bridge.py" in cmd and b"python" in cmd.split(b"\0")[0]:
                             bridge_rss.append(vmrss_kb(pid))

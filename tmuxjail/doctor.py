@@ -10,10 +10,11 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import budget, config, host, launch, paths
+from . import budget, config, host, paths
 from .errors import TmuxjailError
 from .model import Limits
 from .net import bridge as netbridge
+from .pane import launch
 from .profiles import executables
 from .sandbox import bwrap, landlock, pids, seccomp
 from .store import FIX, Store

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tmuxjail import launch
-from tmuxjail.discover import trace, tracecap
+from tmuxjail.discover import trace
+from tmuxjail.pane import launch, strace, tracecap
 
 
 def spec(tmp_path, trace):
@@ -30,7 +30,7 @@ def test_a_discovery_trace_is_created_new_and_private(tmp_path, state):
     assert argv[0] == "/usr/bin/strace" and argv[-3] == "-o" and argv[-1] == "--"
     # strace writes into tracecap.py, which writes the trace file and stops the run at the cap
     pipe = shlex.split(argv[-2][1:])
-    assert pipe[:2] == ["exec", sys.executable] and pipe[-3:] == [trace.CAPPER, str(state / "trace"), str(3 << 20)]
+    assert pipe[:2] == ["exec", sys.executable] and pipe[-3:] == [strace.CAPPER, str(state / "trace"), str(3 << 20)]
     assert "-xx" in argv and "-f" in argv
     assert (state / "trace").stat().st_mode & 0o777 == 0o600
 

@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from tmuxjail import launch
 from tmuxjail.errors import SandboxUnavailable
+from tmuxjail.pane import launch
 from tmuxjail.paths import make_dirs_beneath
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_policy import LAYOUT, resolve
 
-from tmuxjail import launch
+from tmuxjail.pane import launch
 from tmuxjail.sandbox import landlock
 from tmuxjail.sandbox.bwrap import Bwrap
 from tmuxjail.store import Store
@@ -84,7 +84,7 @@ def test_the_store_answers_a_cached_digest_only_for_the_same_stat_identity(tmp_p
 def test_a_trace_cap_that_is_a_link_is_refused(tmp_path, capsys):
     """The cap file next to the trace is written by `discover`; a link there (to a file holding a
     huge number) would lift the cap the config set on the tracer's output."""
-    from tmuxjail.discover.trace import CAP_FILE
+    from tmuxjail.pane.strace import CAP_FILE
 
     run = tmp_path / "discover" / "run1"
     run.mkdir(parents=True)
@@ -374,7 +374,7 @@ def test_a_cli_written_in_place_after_its_check_is_refused(tmp_path, capsys):
 def test_a_launcher_called_any_other_way_prints_its_usage_and_does_nothing(capsys, argv):
     with pytest.raises(SystemExit) as exit_:
         launch.main(argv)
-    assert exit_.value.code == 2 and "usage: python -m tmuxjail.launch --fp FINGERPRINT SPEC" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "usage: python -m tmuxjail.pane.launch --fp FINGERPRINT SPEC" in capsys.readouterr().err
 
 
 def test_a_proxy_that_could_not_start_gives_its_own_reason(capsys):

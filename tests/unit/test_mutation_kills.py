@@ -21,7 +21,6 @@ from test_verified import KW
 from tmuxjail import (
     config,
     identity,
-    launch,
     policycache,
     profiles,
     restrict,
@@ -32,6 +31,7 @@ from tmuxjail.model import ExecutableIdentity
 from tmuxjail.net import check as netcheck
 from tmuxjail.net import policy as netpolicy
 from tmuxjail.net import proxy as netproxy
+from tmuxjail.pane import launch
 from tmuxjail.sandbox.bwrap import Bwrap
 
 
@@ -284,7 +284,7 @@ def test_bubblewrap_is_found_by_its_fixed_paths_in_order(monkeypatch):
 
 LEAN = {  # module -> what it must not load: the launcher and the warm start import them on every start
     "sandbox.bwrap": "typing", "sandbox.seccomp": "typing", "sandbox.pids": "typing", "sandbox.landlock": "typing",
-    "launch": "typing", "net.check": "typing", "net.policy": "typing", "policycache": "typing",
+    "pane.launch": "typing", "pane.command": "typing", "net.check": "typing", "net.policy": "typing", "policycache": "typing",
     "approvals": "pydantic", "warm": "pydantic", "identity": "pydantic", "config": "pydantic",
     "restrict": "pydantic", "net.log": "pydantic", "audit": "pydantic",
 }
@@ -1337,7 +1337,7 @@ def test_an_executable_the_cache_has_no_digest_for_is_hashed_and_a_changed_one_r
     not the approved digest never runs."""
     import hashlib
 
-    from tmuxjail import launch
+    from tmuxjail.pane import launch
 
     exe = tmp_path / "codex"
     exe.write_bytes(b"#!/bin/sh\necho swapped\n")

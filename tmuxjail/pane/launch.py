@@ -3,7 +3,9 @@ policy fingerprint against its argv and the store, then execs bubblewrap, which 
 Stdlib only, and nothing it does not need: it runs on every start. It runs with -S (no site
 processing, ~30 ms) and -I (no cwd on sys.path, no PYTHON* variables), with the directory that holds this very package put first on sys.path:
 
-    python -I -S -c 'import sys; sys.path[:0] = [ROOT]; from tmuxjail.launch import main; ...' --fp sha256:... SPEC
+    python -I -S -c 'import sys; sys.path[:0] = [ROOT]; from tmuxjail.pane.launch import main; ...' --fp sha256:... SPEC
+
+(pane/command.py builds that command line and recognises it.)
 """
 
 from __future__ import annotations
@@ -12,22 +14,21 @@ import itertools
 import os
 import sys
 
-from .errors import INSIDE_JAIL
+from ..errors import INSIDE_JAIL
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-    from .net.listen import Early
+    from ..net.listen import Early
 
 EXIT_REFUSED = 3
-STUB = "import sys; sys.path[:0] = [{root!r}]; from tmuxjail.launch import main; main(sys.argv[1:])"
 EXIT_UNAVAILABLE = 5
 TRACE_HEAD: list[str] = []  # a discovery run: strace in front of bubblewrap (traced())
 
 
 def die(message: str, code: int) -> NoReturn:
-    from .render import fail
+    from ..render import fail
 
     fail(message)
     raise SystemExit(code)
@@ -47,7 +48,7 @@ def read_spec(path: str) -> dict[str, Any]:
         die("launch spec is not owned by you; refusing", EXIT_REFUSED)
     with os.fdopen(fd, "rb") as f:
         data = f.read()
-    from .canon import loads
+    from ..canon import loads
 
     try:
         spec = loads(data)
@@ -65,7 +66,7 @@ def stored_fingerprint(store: str, session_id: str, files: list[Any] | None = No
     # adapters (datetime, collections) this query does not use and the launcher would load.
     import _sqlite3 as sqlite3
 
-    from .canon import canonical_json
+    from ..canon import canonical_json
 
     digests: list[str] = []
     try:
@@ -127,7 +128,7 @@ def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], pro
                files: list[Any] | None = None) -> None:
     """Tell the helper this launch's store and session, the executable files whose cached digest
     it looks up ((path, stat key): Executable.open_all), and the proxy's settings if it has one."""
-    from .canon import canonical_json
+    from ..canon import canonical_json
 
     proxy = {"allow_domains": policy.get("allow_domains", []), "resolve": policy.get("resolve", [])}
     nproc = (policy.get("limits") or {}).get("nproc")
@@ -156,7 +157,7 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         data += chunk
     if not data:
         return  # the launch was refused before it asked
-    from .canon import loads
+    from ..canon import loads
 
     req = loads(data)
     assert isinstance(req, dict)
@@ -171,11 +172,11 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         # On a discovery run strace replaces the launcher and waits for every child of it, while
         # the proxy waits for it to exit: there the proxy is a grandchild (detach).
         if req["proxy"] is not None:
-            from .net import listen as netlisten
+            from ..net import listen as netlisten
 
             early = netlisten.begin(req["store"], req["session_id"], parent, ready, req["detach"])
         if os.getuid() == 0:
-            from .sandbox import pids
+            from ..sandbox import pids
 
             if early is not None and req.get("nproc") and pids.hierarchy() is not None:
                 # The proxy's threads count toward the jail's pids.max (a root-run proxy is held to
@@ -194,7 +195,7 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         os.close(go)
         if netlisten.ended(early[2], 0.01):
             return
-        from .net import proxy as netproxy
+        from ..net import proxy as netproxy
 
         netproxy.run(req["proxy"], early, parent, req["detach"])
     finally:
@@ -223,7 +224,7 @@ def store_holds(helper: Helper, expected: str) -> list[str]:
 
 
 def seccomp_fd(machine: str, strict: bool = True) -> int:
-    from .sandbox.seccomp import program
+    from ..sandbox.seccomp import program
 
     try:
         prog = program(machine, strict)
@@ -245,7 +246,7 @@ def own_session_keyring() -> None:
     e.g. for network filesystems). Inside, seccomp refuses the keyring syscalls altogether."""
     import errno
 
-    from .sandbox import libc
+    from ..sandbox import libc
 
     machine = os.uname().machine  # platform.machine(), without importing platform (re, ...)
     nr = KEYCTL.get(machine)
@@ -260,7 +261,7 @@ def own_session_keyring() -> None:
 def root_process_limit(policy: dict[str, Any], session_id: str) -> None:
     """RLIMIT_NPROC means nothing to uid 0: a root-run jail gets a pids cgroup instead. A host
     without a pids controller was refused (or accepted by the operator) at start."""
-    from .sandbox import pids
+    from ..sandbox import pids
 
     nproc = (policy.get("limits") or {}).get("nproc")
     if not nproc or pids.hierarchy() is None:
@@ -299,7 +300,7 @@ def own_namespace(policy: dict[str, Any]) -> None:
 
 def enter_own_namespace(counts: list[Any], ptys: int) -> None:
     """own_namespace()'s work (also tried by `tmuxjail doctor`, in a child); OSError names the step."""
-    from .sandbox import libc
+    from ..sandbox import libc
 
     def check(rc: int, what: str) -> None:
         if rc != 0:
@@ -328,24 +329,16 @@ def pids_group(session_id: str, launcher: int) -> str:
     return "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] + f"-{launcher}"
 
 
-def pane_command(python: str, fp: str, spec: str) -> list[str]:
-    """The pane's argv: this launcher, from the installed package the caller runs."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    # -I: no PYTHON* variables and, above all, not the cwd on sys.path: the pane starts in the
-    # workspace, where the agent could plant json.py for this process, which runs outside the jail.
-    return [python, "-I", "-S", "-c", STUB.format(root=root), "--fp", fp, spec]
-
-
 def main(argv: list[str]) -> None:
     if len(argv) != 3 or argv[0] != "--fp":
-        die("usage: python -m tmuxjail.launch --fp FINGERPRINT SPEC", 2)
+        die("usage: python -m tmuxjail.pane.launch --fp FINGERPRINT SPEC", 2)
     # SIGCHLD ignored (inherited from whoever started the pane) would stay ignored through the
     # execs: the kernel reaps bwrap's own child, whose exit bubblewrap then waits for forever.
     import _signal  # type: ignore[import-not-found]  # signal itself imports enum
 
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     helper = start_helper()
-    from .canon import fingerprint
+    from ..canon import fingerprint
 
     expected, spec_path = argv[1], argv[2]
     spec = read_spec(spec_path)
@@ -359,7 +352,7 @@ def main(argv: list[str]) -> None:
     proxied = policy.get("network") == "proxy" and policy.get("backend") != "none"
     python = ""
     if proxied:
-        from .net import bridge as netbridge
+        from ..net import bridge as netbridge
 
         found = netbridge.python_for_jail(policy, sys.executable)
         if found is None:
@@ -382,7 +375,7 @@ def main(argv: list[str]) -> None:
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
     if proxied:
-        from .net import bridge as netbridge
+        from ..net import bridge as netbridge
 
         env = netbridge.env(env)
     own_session_keyring()
@@ -390,7 +383,7 @@ def main(argv: list[str]) -> None:
         root_process_limit(policy, str(spec["session_id"]))
     seccomp = seccomp_fd(spec["machine"], policy.get("mode") != "compatibility")
     if spec.get("landlock_scope"):
-        from .sandbox import landlock
+        from ..sandbox import landlock
 
         try:
             landlock.scope_self()
@@ -459,7 +452,7 @@ def exe_checked(exe: list[tuple[str, str, int, list[int]]], cached: list[str]) -
 
 
 def sha256_fd(fd: int) -> str:
-    from .canon import sha256
+    from ..canon import sha256
 
     h = sha256()
     buf = bytearray(1 << 20)
@@ -488,11 +481,11 @@ def exe_unchanged(exe: list[tuple[str, str, int, list[int]]]) -> None:
 
 
 def traced(spec: dict[str, Any]) -> list[str]:
-    """A discovery run: strace, outside the jail, in front of bubblewrap (tmuxjail.discover.trace).
+    """A discovery run: strace, outside the jail, in front of bubblewrap (pane/strace.py).
     The trace file must be a new file named `trace` in a directory of its own under the state
     directory's discover/ (where the store lives, which no jail sees): created here with O_EXCL
     and without following a link, so a spec cannot point the tracer's output anywhere else."""
-    from .discover.trace import CAP_FILE, STRACE, argv
+    from .strace import CAP_FILE, STRACE, argv
 
     path = spec["trace"]
     state = os.path.dirname(str(spec.get("store", "")))
@@ -666,8 +659,8 @@ def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> None
         refuse("sandbox setting")
     cli = argv
     if sandboxed:
-        from .sandbox import HostLayout
-        from .sandbox.bwrap import FIXED_PATHS, Bwrap
+        from ..sandbox import HostLayout
+        from ..sandbox.bwrap import FIXED_PATHS, Bwrap
 
         if argv[0] not in FIXED_PATHS:
             refuse("bubblewrap path")
@@ -694,7 +687,7 @@ def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> None
     if any(k.startswith("TMUX") or (allowed is not None and k not in allowed) for k in env):
         refuse("environment")
     if policy["mode"] != "compatibility" and sandboxed and not spec.get("landlock_scope"):
-        from .sandbox import landlock
+        from ..sandbox import landlock
 
         if landlock.abi() >= landlock.MIN_ABI:  # start would have asked for it: someone turned it off
             refuse("Landlock setting")
