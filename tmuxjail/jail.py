@@ -167,7 +167,7 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         "machine": os.uname().machine, "sandboxed": not unguarded(pol),
         "landlock_scope": pol.mode.strict and landlock_ok(),
         # The launcher rebuilds the bwrap argv from the policy and this layout and refuses any
-        # other argv (launch.verify).
+        # other argv (pane/spec.py verify).
         "layout": layout_data(launch.layout),
     }
     if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap

@@ -227,7 +227,7 @@ def test_a_cli_the_stores_digest_cache_vouches_for_is_not_hashed_again(jail_env,
 
 
 def launch_stat_key(path: str) -> list[int]:
-    from tmuxjail.pane.launch import stat_key
+    from tmuxjail.pane.executable import stat_key
 
     return stat_key(os.stat(path))
 

@@ -31,7 +31,8 @@ from tmuxjail.model import ExecutableIdentity
 from tmuxjail.net import check as netcheck
 from tmuxjail.net import policy as netpolicy
 from tmuxjail.net import proxy as netproxy
-from tmuxjail.pane import launch
+from tmuxjail.pane import binds, executable, narrow, refuse
+from tmuxjail.pane import spec as pane_spec
 from tmuxjail.sandbox.bwrap import Bwrap
 
 
@@ -133,17 +134,17 @@ def test_no_own_keyring_refuses_unless_there_are_no_keyrings_at_all(monkeypatch,
     monkeypatch.setattr(libc, "get_errno", lambda: err)
     if dies:
         with pytest.raises(SystemExit):
-            launch.own_session_keyring()
+            narrow.own_session_keyring()
         assert "own session keyring" in capsys.readouterr().err
     else:
-        launch.own_session_keyring()
+        narrow.own_session_keyring()
 
 
 @pytest.mark.parametrize("rel", ["//x", "/x/", "/./x", "/x/../y", "/x/."])
 def test_a_bind_source_that_is_not_canonical_is_refused(tmp_path, capsys, rel):
     (tmp_path / "x").mkdir()
     with pytest.raises(SystemExit):
-        launch.open_beneath(str(tmp_path), str(tmp_path) + rel, False)
+        binds.open_beneath(str(tmp_path), str(tmp_path) + rel, False)
     assert "not a canonical path" in capsys.readouterr().err
 
 
@@ -157,7 +158,7 @@ def test_a_link_above_an_inner_root_is_refused(tmp_path, capsys):
     inner = f"{ws}/lnk/sub"
     pol = dict(workspace_write=[str(ws)], workspace_read=[], host_write=[inner], host_read=[], private_home=None)
     with pytest.raises(SystemExit):
-        launch.fd_binds(["--bind", inner, inner, "--", "sh"], pol)
+        binds.fd_binds(["--bind", inner, inner, "--", "sh"], pol)
     assert "symbolic link" in capsys.readouterr().err
 
 
@@ -1003,7 +1004,7 @@ def test_the_login_shell_is_an_absolute_runnable_program_or_sh(monkeypatch, shel
     fake = pwd.struct_passwd((*real[:6], shell))
     monkeypatch.setattr(pwd, "getpwuid", lambda uid: fake)
     assert identity.login_shell() == want
-    assert launch.login_shell() == want
+    assert pane_spec.login_shell() == want
 
 
 def test_the_proxy_refuses_this_hosts_addresses_as_they_are_now(monkeypatch, no_dns):
@@ -1337,7 +1338,6 @@ def test_an_executable_the_cache_has_no_digest_for_is_hashed_and_a_changed_one_r
     not the approved digest never runs."""
     import hashlib
 
-    from tmuxjail.pane import launch
 
     exe = tmp_path / "codex"
     exe.write_bytes(b"#!/bin/sh\necho swapped\n")
@@ -1346,11 +1346,11 @@ def test_an_executable_the_cache_has_no_digest_for_is_hashed_and_a_changed_one_r
     try:
         for cached in ([], [""], ["sha256:" + "0" * 64]):
             with pytest.raises(SystemExit) as exit_:
-                launch.exe_checked([(str(exe), approved, fd, [])], cached)
-            assert exit_.value.code == launch.EXIT_REFUSED
+                executable.exe_checked([(str(exe), approved, fd, [])], cached)
+            assert exit_.value.code == refuse.EXIT_REFUSED
             assert "changed since this session's policy" in capsys.readouterr().err
-        launch.exe_checked([(str(exe), approved, fd, [])], [approved])  # the cache vouches: no hash
+        executable.exe_checked([(str(exe), approved, fd, [])], [approved])  # the cache vouches: no hash
         actual = "sha256:" + hashlib.sha256(exe.read_bytes()).hexdigest()
-        launch.exe_checked([(str(exe), actual, fd, [])], [""])
+        executable.exe_checked([(str(exe), actual, fd, [])], [""])
     finally:
         os.close(fd)
