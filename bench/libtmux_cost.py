@@ -138,7 +138,7 @@ print(t.fingerprint)
     fp = proc.stdout.strip()
     batch: list[str] = []
     for k in range(count):
-        batch += ["new-session", "-d", "-s", f"f{k}", "/bin/sh", "-c", "exec sleep 86400", "tmuxjail.launch",
+        batch += ["new-session", "-d", "-s", f"f{k}", "/bin/sh", "-c", "exec sleep 86400", "tmuxjail.pane.launch",
                   "--fp", fp, ";", "set-option", "-t", f"=f{k}:", "@tmuxjail_id", f"f{k}", ";",
                   "set-option", "-t", f"=f{k}:", "@tmuxjail_fp", fp, ";"]
         if len(batch) > 400:

@@ -225,7 +225,7 @@ def bench_start(base: Path, runs: int) -> dict:
                     pane = w.pane_pid(name)
                     for pid in children(pane):
                         cmd = cmdline(pid)
-                        if b"tmuxjail.launch" in cmd:
+                        if b"tmuxjail.pane.launch" in cmd:
                             proxy_rss.append(vmrss_kb(pid))
                         elif b"bridge.py" in cmd and b"python" in cmd.split(b"\0")[0]:
                             bridge_rss.append(vmrss_kb(pid))
@@ -236,7 +236,7 @@ def bench_start(base: Path, runs: int) -> dict:
 
 
 def bench_transfer(base: Path, runs: int, mb: int) -> dict:
-    from tmuxjail import netbridge
+    from tmuxjail.net import bridge as netbridge
 
     total = mb << 20
     up = upstream(total)
@@ -343,7 +343,7 @@ def main() -> None:
           f"unflooded  ratio {flood_ratio:.2f}x  target >= 0.9x  {verdict(flood_ratio >= 0.9)}")
     print(f"proxy CPU while the stream ran (median, cores): {med(t['proxy_cpu']):.2f} unflooded, "
           f"{med(t['flooded_cpu']):.2f} flooded (the flood's cost to the proxy: what it takes from the stream)")
-    from tmuxjail.netproxy import REFUSALS_PER_S
+    from tmuxjail.net.proxy import REFUSALS_PER_S
 
     cores, rate = t["flood_only"]
     print(f"the flood alone (no stream, 3 s past the burst): proxy CPU {cores:.3f} cores, about "

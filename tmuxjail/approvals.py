@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .netpolicy import DOMAIN_ITEM, is_domain_item
+from .net.policy import DOMAIN_ITEM, is_domain_item
 
 if TYPE_CHECKING:
     from .model import Profile

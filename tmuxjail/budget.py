@@ -23,7 +23,7 @@ USER_COUNTS = (
 # bubblewrap itself makes a few namespaces of each kind inside the jail's own user namespace.
 NAMESPACE_FLOOR = 4
 RLIMITS = ("sigpending", "msgqueue", "memlock")  # per-user rlimits the kernel counts per namespace
-# The launcher's own user and mount namespace for the jail (launch.own_namespace), which holds the
+# The launcher's own user and mount namespace for the jail (pane/narrow.py own_namespace), which holds the
 # /proc/sys/user/* shares and the pty share. A host that refuses it (e.g. AppArmor's
 # restrict_unprivileged_userns for anything but bwrap) refuses starts unless the config accepts
 # the gap; the policy then records no such shares.

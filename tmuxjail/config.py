@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import ConfigError, TmuxjailError
-from .netcheck import check_name
-from .netpolicy import ANY, allowlist, check_pattern, normalize
+from .net.check import check_name
+from .net.policy import ANY, allowlist, check_pattern, normalize
 from .registry import MODES, PROVIDERS
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",

@@ -10,9 +10,11 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import budget, config, host, launch, netbridge, paths
+from . import budget, config, host, paths
 from .errors import TmuxjailError
 from .model import Limits
+from .net import bridge as netbridge
+from .pane import narrow
 from .profiles import executables
 from .sandbox import bwrap, landlock, pids, seccomp
 from .store import FIX, Store
@@ -50,7 +52,7 @@ def _cgroup_v2_memory() -> str | None:
 
 def namespace_limits() -> tuple[bool, str]:
     """Can the launcher give a jail its own user and mount namespace here, with the share of
-    /proc/sys/user/* and a devpts of its own (launch.enter_own_namespace)? Tried in a child."""
+    /proc/sys/user/* and a devpts of its own (pane/narrow.py enter_own_namespace)? Tried in a child."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -58,7 +60,7 @@ def namespace_limits() -> tuple[bool, str]:
             os.close(r)
             try:
                 now = Path("/proc/sys/user/max_inotify_instances").read_text().strip()
-                launch.enter_own_namespace([("max_inotify_instances", int(now))], 1)
+                narrow.enter_own_namespace([("max_inotify_instances", int(now))], 1)
                 msg = "ok"
             except (OSError, ValueError) as exc:
                 msg = f"{getattr(exc, 'filename', None) or 'setup'}: {getattr(exc, 'strerror', None) or exc}"

@@ -17,6 +17,7 @@ import tmuxjail
 
 from . import gitconfig, trust
 from .budget import USER_COUNTS
+from .pane.command import is_launcher
 from .sandbox import HostLayout
 from .sandbox.bwrap import FIXED_PATHS, TOP_LINKS
 
@@ -445,7 +446,7 @@ def own_install() -> tuple[str, ...]:
     pkg = os.path.dirname(tmuxjail.__file__)
     candidates = [pkg, *_outside(pkg, package_dirs()), sys.prefix, sys.executable,
                   *interpreter_dirs(), os.path.dirname(os.__file__), *FIXED_PATHS]
-    # The package's parent too: the launcher puts it first on its sys.path (launch.STUB), so a
+    # The package's parent too: the launcher puts it first on its sys.path (pane/command.py STUB), so a
     # __future__.py or _sqlite3.py added there is what it imports (a --user or --target install
     # keeps it outside any venv; an editable one is the checkout).
     candidates.append(os.path.dirname(pkg))
@@ -588,7 +589,7 @@ def foreign_pane_process(pid: int) -> str | None:
         return None
     if state in ("Z", "X") or not cmdline or comm == "bwrap" or comm.startswith("tmux"):
         return None
-    ours = b"tmuxjail.launch" in cmdline or any(w.endswith(b"/bwrap") for w in cmdline.split(b"\0"))
+    ours = is_launcher(cmdline.decode(errors="replace")) or any(w.endswith(b"/bwrap") for w in cmdline.split(b"\0"))
     return None if ours else comm
 
 

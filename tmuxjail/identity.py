@@ -122,7 +122,7 @@ class Resolved(NamedTuple):
     install_roots: tuple[str, ...]  # read-only inside strict jails
 
 
-def login_shell() -> str:  # the same in launch.login_shell (the launcher imports nothing of ours)
+def login_shell() -> str:  # the same in pane/spec.py login_shell (the launcher imports nothing of ours)
     shell = pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
     if not os.path.isabs(shell) or not os.access(shell, os.X_OK) or shell.endswith("nologin"):
         shell = "/bin/sh"

@@ -21,7 +21,7 @@ from .context import Context
 from .errors import SandboxUnavailable, TmuxjailError
 from .host import foreign_pane_process, jail_exec_started
 from .host import layout as host_layout
-from .launch import pane_command
+from .pane import command as pane_command
 from .policyview import PolicyView, as_data, never_passed
 from .registry import Mode
 from .sandbox import HostLayout, bwrap, landlock
@@ -82,7 +82,7 @@ def build(ctx: Context, pol: Policy, cli_argv: list[str]) -> Launch:
 
 def pane_argv(fp: str, spec: Path) -> list[str]:
     """The pane's command: the in-pane launcher, with nothing secret in it."""
-    return pane_command(sys.executable, fp, str(spec))
+    return pane_command.launcher(sys.executable, fp, str(spec))
 
 
 def options(sid: str, pol: Policy, fp: str) -> dict[str, str]:
@@ -91,11 +91,8 @@ def options(sid: str, pol: Policy, fp: str) -> dict[str, str]:
 
 
 def helper_argv(sid: str, fp: str) -> list[str]:
-    """`tmuxjail _pane`: what a new pane of a jailed session runs (commands/pane.py)."""
-    # -E -P: no PYTHON* variables, and (unlike plain -m) not the pane's cwd, which is the
-    # workspace, on sys.path: a `tmuxjail/` directory planted there is never imported. Not -I,
-    # which would also drop the user site that `pip install --user` puts tmuxjail in.
-    return [sys.executable, "-E", "-P", "-m", "tmuxjail", "_pane", "--id", sid, "--fp", fp]
+    """`tmuxjail _pane` with this interpreter: what a new pane of a jailed session runs."""
+    return pane_command.extra_pane(sys.executable, sid, fp)
 
 
 def session_options(sid: str, fp: str) -> dict[str, str]:
@@ -170,7 +167,7 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         "machine": os.uname().machine, "sandboxed": not unguarded(pol),
         "landlock_scope": pol.mode.strict and landlock_ok(),
         # The launcher rebuilds the bwrap argv from the policy and this layout and refuses any
-        # other argv (launch.verify).
+        # other argv (pane/spec.py verify).
         "layout": layout_data(launch.layout),
     }
     if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from .netcheck import check_patterns
+from .net.check import check_patterns
 from .registry import Mode
 
 __all__ = ["Capability", "ExecutableIdentity", "Limits", "Mode", "PathGrant", "Policy", "Profile"]

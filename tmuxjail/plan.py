@@ -19,7 +19,7 @@ from .context import Context
 from .discover import candidate as cand
 from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
 from .model import Mode, Policy, Profile
-from .netpolicy import approval_items
+from .net.policy import approval_items
 from .policy import Facts
 from .request import StartOptions as StartOptions  # where callers have always found them
 from .request import canonical_workspaces, check_env_name, mode_of, sandbox

@@ -8,11 +8,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from . import budget, netpolicy
+from . import budget
 from .canon import fingerprint as _fingerprint
 from .config import NETWORKS, network_fix
 from .errors import NotApproved, UsageError
 from .model import Limits, Mode, Network, Policy, Profile
+from .net import policy as netpolicy
 from .policyview import GIT_WRITE as GIT_WRITE  # defined where the warm start reads them
 from .policyview import never_passed as never_passed
 

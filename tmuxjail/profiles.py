@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from .canon import fingerprint
 from .errors import UsageError
 from .model import Capability, CertificationRecord, Profile
-from .netpolicy import check_pattern
+from .net.policy import check_pattern
 
 SHARED = "capabilities.toml"
 # The certification record: kept in <provider>.certified.json, outside the policy hash.

@@ -24,15 +24,12 @@ from .activity import SCREEN_SEARCH, guess, needs_screen
 from .audit import counts
 from .context import server_of
 from .errors import TmuxjailError
-from .netlisten import session_dir
-from .netrecord import totals
+from .net.listen import session_dir
+from .net.record import totals
+from .pane.command import kind
 from .tmux import default_socket
 
-LAUNCH_MARK = "tmuxjail.launch"
-PANE_MARK = " _pane "
-
-
-# -- recognising our panes (pure, cheap: `list` runs this for every pane) ----------------------
+# -- recognising our panes (pure, cheap: `list` runs this for every pane; kind: pane/command.py) ----
 
 def placement(row) -> str:
     """"session" when tmuxjail created (and owns) the tmux session, else "window" or "split"."""
@@ -53,19 +50,6 @@ def _placement(request: str) -> str:
             got = "session"
         _DECODED[request] = got
     return str(got)
-
-
-def kind(start_command: str, fp: str | None) -> str | None:
-    """"agent" for the launcher of this fingerprint, "shell" for a `_pane` of it, else None.
-    The fingerprint must be in the pane's own start command: options can be set by anyone who
-    reaches the tmux server, and are lost on a restart; the start command is what tmux ran."""
-    if not fp or f"--fp {fp}" not in start_command:
-        return None
-    if LAUNCH_MARK in start_command:
-        return "agent"
-    if PANE_MARK in start_command:
-        return "shell"
-    return None
 
 
 def is_jail_pane(pane, row) -> bool:

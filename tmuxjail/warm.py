@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tmuxjail
 
-from . import approvals, canon, host, identity, netpolicy
+from . import approvals, canon, host, identity
 from . import config as config_mod
 from .adapters import Adapter
 from .adapters import get as get_adapter
 from .config import Config
 from .context import Context
 from .errors import ConfigError, TmuxjailError, UsageError
+from .net import policy as netpolicy
 from .policycache import PolicyCache
 from .policyview import PolicyView, as_data
 from .registry import Mode

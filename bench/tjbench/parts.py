@@ -158,9 +158,9 @@ def start(b: Bench) -> None:
     for _ in range(n):
         dry.append(time_cmd(w.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws_tj),
                                  "--dry-run", "--json"), w.env)[0])
-        launcher.append(time_any([tools.tj_py, "-E", "-m", "tmuxjail.launch"], w.env))
+        launcher.append(time_any([tools.tj_py, "-E", "-m", "tmuxjail.pane.launch"], w.env))
     res.add("start", "breakdown: tmuxjail start --dry-run (full resolution, never cached; info)", "s", dry)
-    res.add("start", "breakdown: launcher start-up, python -E -m tmuxjail.launch (info)", "s", launcher)
+    res.add("start", "breakdown: launcher start-up, python -E -m tmuxjail.pane.launch (info)", "s", launcher)
     res.imports["tmuxjail start --dry-run"] = importtime(
         tools.tj_py, w.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws_tj), "--dry-run"), w.env)
     res.imports["tmuxjail start (warm)"] = importtime(
@@ -227,7 +227,7 @@ def limits(b: Bench) -> None:
 # -- 1b. the in-pane launcher, to its exec of bwrap (issue 18.3) --------------------------------
 
 LAUNCH_STUB = ("import sys, os; sys.path[:0] = [{root!r}]; os.execve = lambda *a: os._exit(0); "
-               "from tmuxjail.launch import main; main(sys.argv[1:])")
+               "from tmuxjail.pane.launch import main; main(sys.argv[1:])")
 
 
 def launcher(b: Bench) -> None:
@@ -436,7 +436,7 @@ def _fast_sessions(w: World, count: int, start_index: int) -> None:
             tmux_socket=template.tmux_socket, tmux_session=name,
         )
         batch += ["new-session", "-d", "-s", name, "/bin/sh", "-c", "exec sleep 86400",
-                  "tmuxjail.launch", "--fp", fp, ";",
+                  "tmuxjail.pane.launch", "--fp", fp, ";",
                   "set-option", "-t", f"={name}:", "@tmuxjail_id", name, ";",
                   "set-option", "-t", f"={name}:", "@tmuxjail_fp", fp, ";"]
         if len(batch) > 400:  # tmux refuses messages over ~16 KB

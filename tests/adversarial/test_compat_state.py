@@ -178,7 +178,7 @@ def test_compatibility_cannot_move_or_rewrite_tmuxjail_state_config_or_install(j
 def _launch(env, spec: dict, name: str):
     import json as _json
 
-    from tmuxjail.launch import pane_command
+    from tmuxjail.pane.command import launcher as pane_command
 
     path = env.state_dir / "spool" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

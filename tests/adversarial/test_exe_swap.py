@@ -19,7 +19,7 @@ pytestmark = pytest.mark.adversarial
 GOOD = '#!/bin/sh\necho good >> "$PWD/.ran"\nexec sleep 600\n'
 SWAPPED = '#!/bin/sh\necho SWAPPED >> "$PWD/.ran"\nexec sleep 600\n'
 STARTS, SECONDS = 12, 150  # bounded: whichever comes first
-LAUNCHER = b"from tmuxjail.launch import main"
+LAUNCHER = b"from tmuxjail.pane.launch import main"
 
 
 def put(path: Path, text: str) -> None:

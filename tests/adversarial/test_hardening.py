@@ -587,7 +587,7 @@ def _proxy_and_bridge(pane_pid: int) -> list[int]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(b"tmuxjail.launch" in a for a in argv) or (b"python" in argv[0] and b"/run/tmuxjail/bridge.py" in argv):
+        if any(b"tmuxjail.pane.launch" in a for a in argv) or (b"python" in argv[0] and b"/run/tmuxjail/bridge.py" in argv):
             out.append(pid)
     return out
 

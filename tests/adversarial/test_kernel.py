@@ -144,7 +144,7 @@ CTL = {KEYCTL_NR[1]}
 libc.syscall(CTL, 1, b"tjtest-host-session")  # the host's session keyring, with a key in it
 key = libc.syscall({KEYCTL_NR[0]}, b"user", b"tjtest-possessed", b"secret", 6, -3)
 before = libc.syscall(CTL, 0, -3, 0)  # KEYCTL_GET_KEYRING_ID
-from tmuxjail.launch import own_session_keyring
+from tmuxjail.pane.narrow import own_session_keyring
 own_session_keyring()
 after = libc.syscall(CTL, 0, -3, 0)
 found = libc.syscall(CTL, 10, -3, b"user", b"tjtest-possessed", 0)  # KEYCTL_SEARCH

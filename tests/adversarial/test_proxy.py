@@ -22,7 +22,7 @@ import pytest
 from conftest import descendants, wait_until
 from test_escapes import Jail
 
-from tmuxjail import netbridge
+from tmuxjail.net import bridge as netbridge
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")
@@ -305,7 +305,7 @@ def _launched(env, jail_name: str, marker: bytes, python: bool = False) -> list[
 
 def _proxies(env, jail_name: str) -> list[int]:
     """Pids of the session's proxy processes: the pane's children that run the launcher's code."""
-    return _launched(env, jail_name, b"tmuxjail.launch")
+    return _launched(env, jail_name, b"tmuxjail.pane.launch")
 
 
 def _bridges(env, jail_name: str) -> list[int]:

@@ -18,7 +18,7 @@ from conftest import wait_until
 from test_escapes import Jail
 from test_proxy import WAIT, Upstream, attack, configure, start
 
-from tmuxjail import netrecord
+from tmuxjail.net import record as netrecord
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")

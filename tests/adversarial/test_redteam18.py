@@ -178,7 +178,7 @@ def test_a_refused_proxied_launch_leaves_nothing_running_or_listening(jail_env, 
     path.chmod(0o600)
     net = env.state_dir / "net" / spec["session_id"]
     before = {p.name for p in net.glob("proxy-*")}  # the stored session's own pane's proxy
-    from tmuxjail.launch import pane_command
+    from tmuxjail.pane.command import launcher as pane_command
 
     proc = subprocess.run(pane_command(sys.executable, fp, str(path)), env=env.environ(), cwd=env.ws,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -258,7 +258,7 @@ def test_every_task_of_a_root_jail_is_in_its_pids_group(world, mode):
     for pid in [pane, *descendants(pane)]:
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if b"tmuxjail.launch" in cmd and pid != pane:
+            if b"tmuxjail.pane.launch" in cmd and pid != pane:
                 continue  # the proxy: outside the jail
             for tid in os.listdir(f"/proc/{pid}/task"):
                 groups.setdefault(str(_pids_group(pid, int(tid))), []).append(f"{pid}/{tid}:{cmd[:40]!r}")
@@ -300,7 +300,7 @@ def test_a_jail_cannot_reach_the_stores_wal_or_shared_memory_index(world, mode):
 
 def test_compatibility_cannot_plant_a_module_where_the_launcher_imports_first(jail_env, tmp_path):
     """The launcher runs `python -I -S` with the directory that holds the tmuxjail package put
-    first on sys.path (launch.STUB): there it finds __future__, _sqlite3, _ctypes, _socket...
+    first on sys.path (pane/command.py STUB): there it finds __future__, _sqlite3, _ctypes, _socket...
     before the stdlib. Inside a venv that directory is the venv's, read-only in compatibility; a
     --user or --target install (here: the package run from a directory of its own, as --target
     leaves it) or an editable one keeps it elsewhere, and a compatibility jail could add

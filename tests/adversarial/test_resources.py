@@ -390,7 +390,7 @@ def test_a_root_run_proxy_counts_toward_the_jails_process_bound(world):
         return next((ln for ln in lines if ":pids:" in ln), lines[0]).split(":", 2)[2]
 
     helpers = [int(c) for c in Path(f"/proc/{pane}/task/{pane}/children").read_text().split()
-               if b"tmuxjail.launch" in Path(f"/proc/{c}/cmdline").read_bytes()]
+               if b"tmuxjail.pane.launch" in Path(f"/proc/{c}/cmdline").read_bytes()]
     assert helpers, "no proxy process under the pane"
     group = pids_line(pane)
     assert f"/{pids.GROUP}/" in group and all(pids_line(h) == group for h in helpers), (group, helpers)

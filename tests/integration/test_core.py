@@ -30,7 +30,7 @@ def test_pane_runs_launcher_then_bwrap_then_cli_without_shell(jail_env):
     assert info["status"] == "running" and FP.match(info["fingerprint"])
     env.report()
     start_cmd = env.tmux("list-panes", "-a", "-F", "#{pane_start_command}").strip()
-    assert "tmuxjail.launch" in start_cmd and info["fingerprint"] in start_cmd
+    assert "tmuxjail.pane.launch" in start_cmd and info["fingerprint"] in start_cmd
     pane_pid = int(env.tmux("list-panes", "-a", "-F", "#{pane_pid}").strip())
     sleepers = [p for p in descendants(pane_pid) if Path(f"/proc/{p}/comm").read_text().strip() == "sleep"]
     assert sleepers, "the stand-in CLI is not under the pane's process"

@@ -129,7 +129,7 @@ def _left_running(env) -> list[str]:
             continue
         argv0 = cmd.split(b"\0")[0]
         if (state not in "ZX" and str(env.root).encode() in cmd
-                and (b"tmuxjail.launch" in cmd or argv0.endswith((b"strace", b"bwrap")))):
+                and (b"tmuxjail.pane.launch" in cmd or argv0.endswith((b"strace", b"bwrap")))):
             out.append(f"{p.name}: {cmd[:200]!r}")
     return out
 

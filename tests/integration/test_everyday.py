@@ -331,7 +331,7 @@ def test_what_counts_as_the_launchers_own_pane_process(tmp_path):
     from tmuxjail.host import foreign_pane_process
 
     procs = {
-        "launcher": [sys.executable, "-c", "import time; time.sleep(30)", "tmuxjail.launch"],
+        "launcher": [sys.executable, "-c", "import time; time.sleep(30)", "tmuxjail.pane.launch"],
         "tracer": ["/bin/sh", "-c", "sleep 30", "strace", "/usr/bin/bwrap"],
         "other": ["sleep", "30"],
     }

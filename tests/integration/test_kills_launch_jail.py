@@ -64,7 +64,7 @@ def test_the_panes_terminal_type_reaches_the_jail_and_none_is_no_error(jail_env,
         path = tmp_path / "spec.json"
         path.write_text(json.dumps(spec))
         path.chmod(0o600)
-        proc = subprocess.run([sys.executable, "-E", "-P", "-m", "tmuxjail.launch", "--fp", spec["fingerprint"], str(path)],
+        proc = subprocess.run([sys.executable, "-E", "-P", "-m", "tmuxjail.pane.launch", "--fp", spec["fingerprint"], str(path)],
                               capture_output=True, text=True, env=environ, timeout=60)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (term, proc.returncode, proc.stderr)
         line = [w for w in proc.stdout.splitlines() if w.startswith("RAN")]
@@ -161,7 +161,7 @@ def test_a_pty_share_alone_still_gets_the_jails_own_devpts(jail_env, tmp_path):
 def test_a_root_run_jails_proxy_counts_in_its_pids_group(jail_env, tmp_path):
     """The root-run launch's helper, serving the proxy, joins the jail's pids group (the proxy's
     threads count toward pids.max, uid 0 has no RLIMIT_NPROC): a process other than the launcher
-    (which became bwrap) runs tmuxjail.launch in that group while the jail runs."""
+    (which became bwrap) runs tmuxjail.pane.launch in that group while the jail runs."""
     from conftest import wait_until
 
     from tmuxjail.sandbox import pids
@@ -179,7 +179,7 @@ def test_a_root_run_jails_proxy_counts_in_its_pids_group(jail_env, tmp_path):
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     path.chmod(0o600)
-    launcher = subprocess.Popen([sys.executable, "-E", "-P", "-m", "tmuxjail.launch", "--fp", spec["fingerprint"],
+    launcher = subprocess.Popen([sys.executable, "-E", "-P", "-m", "tmuxjail.pane.launch", "--fp", spec["fingerprint"],
                                  str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.environ())
     sid = "".join(c for c in spec["session_id"] if c.isalnum() or c in "-_")[:64]
     own = Path(found[0], pids.GROUP, f"{sid}-{launcher.pid}")
@@ -187,7 +187,7 @@ def test_a_root_run_jails_proxy_counts_in_its_pids_group(jail_env, tmp_path):
     def proxy_in_group() -> bool:
         try:
             procs = [int(p) for p in (own / "cgroup.procs").read_text().split()]
-            return any(p != launcher.pid and b"tmuxjail.launch" in Path(f"/proc/{p}/cmdline").read_bytes()
+            return any(p != launcher.pid and b"tmuxjail.pane.launch" in Path(f"/proc/{p}/cmdline").read_bytes()
                        for p in procs)
         except (OSError, ValueError):
             return False
@@ -227,7 +227,7 @@ def test_a_cli_the_stores_digest_cache_vouches_for_is_not_hashed_again(jail_env,
 
 
 def launch_stat_key(path: str) -> list[int]:
-    from tmuxjail.launch import stat_key
+    from tmuxjail.pane.executable import stat_key
 
     return stat_key(os.stat(path))
 
@@ -237,7 +237,7 @@ def test_a_traced_launch_with_a_proxy_ends_when_its_jail_ends(jail_env, tmp_path
     """A discovery run under the network proxy: strace in front of bubblewrap, the proxy
     listening; the run ends with its jail and leaves its trace. (It does not show whether the
     proxy detaches from strace: with strace 6.1 the run ends either way.)"""
-    from tmuxjail.discover.trace import CAP_FILE
+    from tmuxjail.pane.strace import CAP_FILE
 
     env = jail_env
     _, spec = _spec(env, tmp_path)

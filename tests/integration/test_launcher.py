@@ -86,7 +86,7 @@ def _launch(env, spec, fp, tmp_path, path=None, **kw):
         path = tmp_path / "spec.json"
         path.write_text(json.dumps(spec))
         path.chmod(0o600)
-    return subprocess.run([sys.executable, "-E", "-P", "-m", "tmuxjail.launch", "--fp", fp, str(path)],
+    return subprocess.run([sys.executable, "-E", "-P", "-m", "tmuxjail.pane.launch", "--fp", fp, str(path)],
                           capture_output=True, text=True, env=env.environ(), timeout=30, **kw)
 
 
@@ -149,7 +149,7 @@ def test_a_store_check_that_dies_refuses_the_launch(jail_env, tmp_path):
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     path.chmod(0o600)
-    stub = "import sys; sys.modules['_sqlite3'] = None; from tmuxjail.launch import main; main(sys.argv[1:])"
+    stub = "import sys; sys.modules['_sqlite3'] = None; from tmuxjail.pane.launch import main; main(sys.argv[1:])"
     proc = subprocess.run([sys.executable, "-E", "-P", "-c", stub, "--fp", spec["fingerprint"], str(path)],
                           capture_output=True, text=True, env=env.environ(), timeout=30)
     assert proc.returncode == 3 and "store check gave no answer" in proc.stderr and "RAN" not in proc.stdout, proc.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import have_jail
 
-from tmuxjail import launch
+from tmuxjail.pane import command, launch
 from tmuxjail.sandbox import landlock
 
 # What the launcher must never import: each costs about as much as the interpreter's own start.
@@ -50,12 +50,12 @@ def test_launcher_imports_only_what_it_needs(jail_env, tmp_path, mode):
     if (why := have_jail()) is not None:
         pytest.skip(why)
     spec, fp = _spec(jail_env, tmp_path, mode)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(launch.__file__)))
-    # The pane's own command (launch.pane_command), with exec replaced by a report.
-    argv = launch.pane_command(sys.executable, fp, str(spec))
-    stub = argv[4].replace("from tmuxjail.launch import main;",
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(launch.__file__))))
+    # The pane's own command (command.launcher), with exec replaced by a report.
+    argv = command.launcher(sys.executable, fp, str(spec))
+    stub = argv[4].replace("from tmuxjail.pane.launch import main;",
                            "import os; os.execve = lambda *a: (print(' '.join(sorted(sys.modules))), print(a[1][0]),"
-                           " sys.stdout.flush(), os._exit(0)); from tmuxjail.launch import main;")
+                           " sys.stdout.flush(), os._exit(0)); from tmuxjail.pane.launch import main;")
     assert stub != argv[4] and root in stub
     proc = subprocess.run([*argv[:4], stub, *argv[5:]], capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "TERM": "xterm"}, cwd=tmp_path)

@@ -43,7 +43,7 @@ def _sessions(env, screens: dict[str, tuple[str, list[str]]]) -> None:
                              workspace=str(env.ws), fingerprint=FP, policy=None,
                              request='{"placement": "session"}', status="running", tmux_socket=socket,
                              tmux_session=name)
-        batch += ["new-session", "-d", "-s", name, "/bin/sh", "-c", _pane_script(lines), "tmuxjail.launch",
+        batch += ["new-session", "-d", "-s", name, "/bin/sh", "-c", _pane_script(lines), "tmuxjail.pane.launch",
                   "--fp", FP, ";"]
         if len(batch) > 300:
             env.tmux(*batch[:-1])

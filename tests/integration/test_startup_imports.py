@@ -73,7 +73,7 @@ def test_menu_popups_load_no_policy_code(env, action):
 def test_launcher_is_stdlib_only(env):
     """The in-pane launcher runs with -I -S on every start: importing it loads nothing from outside
     the standard library except tmuxjail's own stdlib-only modules."""
-    code = ("import sys, json; import tmuxjail.launch, tmuxjail.sandbox.bwrap, tmuxjail.render; "
+    code = ("import sys, json; import tmuxjail.pane.launch, tmuxjail.sandbox.bwrap, tmuxjail.render; "
             "print(json.dumps(sorted(sys.modules)))")
     import tmuxjail
 

@@ -123,7 +123,7 @@ def test_a_root_run_jail_is_held_by_its_own_pids_group(jail_env, tmp_path):
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     path.chmod(0o600)
-    launcher = subprocess.Popen([sys.executable, "-E", "-P", "-m", "tmuxjail.launch", "--fp", spec["fingerprint"],
+    launcher = subprocess.Popen([sys.executable, "-E", "-P", "-m", "tmuxjail.pane.launch", "--fp", spec["fingerprint"],
                                  str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.environ())
     sid = "".join(c for c in spec["session_id"] if c.isalnum() or c in "-_")[:64]
     own = Path(found[0], pids.GROUP, f"{sid}-{launcher.pid}")  # this launch's (the pane's has its own)
@@ -131,7 +131,7 @@ def test_a_root_run_jail_is_held_by_its_own_pids_group(jail_env, tmp_path):
     def proxy_in_group() -> bool:  # the launcher's helper serving the proxy (the launcher is bwrap now)
         try:
             procs = (own / "cgroup.procs").read_text().split()
-            return any(b"tmuxjail.launch" in Path(f"/proc/{p}/cmdline").read_bytes() for p in procs)
+            return any(b"tmuxjail.pane.launch" in Path(f"/proc/{p}/cmdline").read_bytes() for p in procs)
         except OSError:
             return False
     proxied = spec["policy"].get("network") == "proxy"

@@ -105,7 +105,8 @@ class World:
         """Approve exactly what a verified request runs (as `tmuxjail approve` records it)."""
         p = plan.resolve(self.ctx(), opts.provider, "verified", self.workspaces(opts), opts.env_name,
                          opts.capabilities, gate=False, network=opts.network, allow_domains=opts.allow_domains)
-        from tmuxjail import netpolicy, profiles
+        from tmuxjail import profiles
+        from tmuxjail.net import policy as netpolicy
 
         prof = profiles.load(opts.provider)
         self.ctx().store.add_approval(prof.provider, prof.profile_version, prof.hash, as_data(p.policy)["executable"],
@@ -476,7 +477,7 @@ def test_the_key_has_every_variable_the_resolution_reads():
                           Path(config.__file__).read_text()))
     assert {n for t in read for n in t if n} == set(warm.ENV_READ)
     root = Path(tmuxjail.__file__).parent
-    resolution = ["plan.py", "policy.py", "profiles.py", "identity.py", "host.py", "netpolicy.py", "netcheck.py",
+    resolution = ["plan.py", "policy.py", "profiles.py", "identity.py", "host.py", "net/policy.py", "net/check.py",
                   "restrict.py", "request.py", "approvals.py", "model.py", "policyview.py", "paths.py",
                   "sandbox/bwrap.py", "sandbox/landlock.py", "sandbox/pids.py", "sandbox/seccomp.py",
                   *(f"adapters/{p.name}" for p in (root / "adapters").glob("*.py"))]

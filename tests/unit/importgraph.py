@@ -90,38 +90,63 @@ class Graph:
 
     def cycles(self) -> list[list[str]]:
         """Strongly connected components of more than one module (Tarjan)."""
-        index: dict[str, int] = {}
-        low: dict[str, int] = {}
-        stack: list[str] = []
-        on: set[str] = set()
-        out: list[list[str]] = []
+        return strongly_connected(self.edges)
 
-        def strong(v: str) -> None:
-            index[v] = low[v] = len(index)
-            stack.append(v)
-            on.add(v)
-            for w in sorted(self.edges[v]):
-                if w not in index:
-                    strong(w)
-                    low[v] = min(low[v], low[w])
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
 
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(self.modules)))
-        for v in sorted(self.edges):
-            if v not in index:
-                strong(v)
-        return out
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The components of more than one node of a directed graph (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(edges)))
+    for v in sorted(edges):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def package_of(graph: Graph, module: str) -> str | None:
+    """The package a module is in (itself, for a package), or None for the flat modules of
+    tmuxjail/ itself and for tmuxjail."""
+    name = module if any(m.startswith(module + ".") for m in graph.modules) else module.rpartition(".")[0]
+    return None if name in ("tmuxjail", "") else name
+
+
+def folder_cycles(graph: Graph) -> list[list[str]]:
+    """Cycles between packages: the module edges, each end replaced by its package."""
+    folders: dict[str, set[str]] = {}
+    for m, targets in graph.edges.items():
+        a = package_of(graph, m)
+        for t in targets:
+            b = package_of(graph, t)
+            if a and b and a != b and not b.startswith(a + ".") and not a.startswith(b + "."):
+                folders.setdefault(a, set()).add(b)
+                folders.setdefault(b, set())
+    return strongly_connected(folders)
 
 
 def largest_functions(root: Path, n: int = 5) -> list[tuple[int, str]]:
@@ -149,6 +174,8 @@ def report(root: Path) -> str:
     lines = [f"modules: {len(g.modules)}; import edges between them: {sum(map(len, g.edges.values()))}",
              f"import cycles: {len(g.cycles())}"]
     lines += ["  " + " <-> ".join(map(short, c)) for c in g.cycles()]
+    lines.append(f"import cycles between packages: {len(folder_cycles(g))}")
+    lines += ["  " + " <-> ".join(map(short, c)) for c in folder_cycles(g)]
     lines.append(f"imports of another module's _private names: {len(g.private)}")
     lines += [f"  {short(m)} -> {short(p)}" for m, p in sorted(set(g.private))]
     lines.append(f"function-local imports: {local_imports(root)} (of tmuxjail modules: {len(g.local)})")

@@ -1,7 +1,9 @@
-"""Working / waiting guesses from a pane's visible screen (pure)."""
+"""Working / waiting guesses from a pane's visible screen, and which panes are ours (pure)."""
+
+import shlex
 
 from tmuxjail.activity import guess
-from tmuxjail.status import kind
+from tmuxjail.pane.command import extra_pane, is_launcher, kind, launcher
 
 
 def test_agents_working_when_their_busy_footer_shows():
@@ -26,12 +28,20 @@ def test_shells_by_foreground_process():
 
 
 def test_pane_kind_needs_the_fingerprint_in_the_start_command():
+    """Our panes are recognised by the command tmux ran, as pane/command.py builds it, and only
+    with this session's fingerprint in it."""
     fp = "sha256:" + "a" * 64
-    launcher = f"python -E -S -c 'from tmuxjail.launch import main' --fp {fp} /spool/x.json"
-    assert kind(launcher, fp) == "agent"
+    agent = shlex.join(launcher("/usr/bin/python3", fp, "/spool/x.json"))
+    legacy = f"python -E -S -c 'from tmuxjail.launch import main' --fp {fp} /spool/x.json"  # before pane/
+    for cmd in (agent, legacy):
+        assert kind(cmd, fp) == "agent" and is_launcher(cmd)
+        assert kind(cmd, "sha256:" + "b" * 64) is None  # another jail's launcher
+        assert kind(cmd, None) is None
+    assert kind("exec " + shlex.join(extra_pane("/usr/bin/python3", "X", fp)), fp) == "shell"
     assert kind(f"exec python -I -m tmuxjail _pane --id X --fp {fp}", fp) == "shell"
-    assert kind(launcher, "sha256:" + "b" * 64) is None  # another jail's launcher
-    assert kind("bash", fp) is None and kind("", fp) is None and kind(launcher, None) is None
+    assert kind(f"exec python -m tmuxjail.pane.launch {fp}", fp) is None  # the fingerprint, not after --fp
+    assert kind("bash", fp) is None and kind("", fp) is None
+    assert not is_launcher(f"python -m tmuxjail _pane --fp {fp}")
 
 
 def test_the_status_snippet_searches_what_list_searches():

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tmuxjail import launch
-from tmuxjail.discover import trace, tracecap
+from tmuxjail.discover import trace
+from tmuxjail.pane import launch, refuse, strace, tracecap
 
 
 def spec(tmp_path, trace):
@@ -30,7 +30,7 @@ def test_a_discovery_trace_is_created_new_and_private(tmp_path, state):
     assert argv[0] == "/usr/bin/strace" and argv[-3] == "-o" and argv[-1] == "--"
     # strace writes into tracecap.py, which writes the trace file and stops the run at the cap
     pipe = shlex.split(argv[-2][1:])
-    assert pipe[:2] == ["exec", sys.executable] and pipe[-3:] == [trace.CAPPER, str(state / "trace"), str(3 << 20)]
+    assert pipe[:2] == ["exec", sys.executable] and pipe[-3:] == [strace.CAPPER, str(state / "trace"), str(3 << 20)]
     assert "-xx" in argv and "-f" in argv
     assert (state / "trace").stat().st_mode & 0o777 == 0o600
 
@@ -42,7 +42,7 @@ def test_a_missing_or_bad_trace_cap_is_refused(tmp_path, state, cap):
         (state / "trace-cap").write_text(cap)
     with pytest.raises(SystemExit) as exc:
         launch.traced(spec(tmp_path, str(state / "trace")))
-    assert exc.value.code == launch.EXIT_REFUSED
+    assert exc.value.code == refuse.EXIT_REFUSED
 
 
 def test_the_capper_keeps_whole_lines_up_to_the_cap_then_marks_it(tmp_path):
@@ -73,12 +73,12 @@ def test_a_trace_anywhere_else_is_refused(tmp_path, state, where):
     path = where.format(state=state, tmp=tmp_path)
     with pytest.raises(SystemExit) as exc:
         launch.traced(spec(tmp_path, path))
-    assert exc.value.code == launch.EXIT_REFUSED
+    assert exc.value.code == refuse.EXIT_REFUSED
 
 
 def test_an_existing_trace_or_link_is_refused(tmp_path, state):
     os.symlink(tmp_path / "victim", state / "trace")
     with pytest.raises(SystemExit) as exc:
         launch.traced(spec(tmp_path, str(state / "trace")))
-    assert exc.value.code == launch.EXIT_UNAVAILABLE
+    assert exc.value.code == refuse.EXIT_UNAVAILABLE
     assert not (tmp_path / "victim").exists()

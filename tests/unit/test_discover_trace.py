@@ -141,8 +141,8 @@ def test_proxy_log_for_discovery_survives_a_flood(tmp_path):
     counters hold, so flooding first cannot hide a probe the rotation dropped from the rows."""
     from types import SimpleNamespace
 
-    from tmuxjail import netrecord
     from tmuxjail.discover import run
+    from tmuxjail.net import record as netrecord
 
     d = tmp_path / "net" / "abc-1"
     d.mkdir(parents=True)

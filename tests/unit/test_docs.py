@@ -140,7 +140,7 @@ def test_the_readmes_config_example_parses():
 
 # A doc sentence that says a shipped feature is missing, with the code that ships it.
 STALE = [
-    (r"not covered yet:?\s+network", "the egress proxy (tmuxjail/netproxy.py)"),
+    (r"not covered yet:?\s+network", "the egress proxy (tmuxjail/net/proxy.py)"),
     (r"stand-in scripts only", "certification with the real CLIs (tmuxjail certify)"),
     (r"not yet: stand-ins only", "certification with the real CLIs (tmuxjail certify)"),
     (r"verified \(first cut\)", "verified mode with approvals"),

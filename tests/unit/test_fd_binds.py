@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from tmuxjail import launch
 from tmuxjail.errors import SandboxUnavailable
+from tmuxjail.pane import binds
 from tmuxjail.paths import make_dirs_beneath
 
 
@@ -31,7 +31,7 @@ def test_binds_under_a_writable_root_become_fds_of_the_same_objects(tmp_path):
     args = ["--ro-bind", "/usr", "/usr", "--bind", str(ws), str(ws), "--bind", f"{ws}/a", f"{ws}/a",
             "--ro-bind", f"{ws}/a/.git", f"{ws}/a/.git", "--ro-bind-try", f"{ws}/missing", f"{ws}/missing",
             "--tmpfs", f"{ws}/x", "--chdir", str(ws), "--", "sh", "--bind", str(ws)]
-    out, fds = launch.fd_binds(args, _policy(ws))
+    out, fds = binds.fd_binds(args, _policy(ws))
     try:
         assert out[:3] == ["--ro-bind", "/usr", "/usr"]  # outside every root: left as it is
         assert out[-8:] == ["--tmpfs", f"{ws}/x", "--chdir", str(ws), "--", "sh", "--bind", str(ws)]
@@ -52,7 +52,7 @@ def test_a_link_below_the_root_refuses(tmp_path, capsys, where, flag):
     (ws / "lnk").symlink_to("/tmp")
     src = f"{ws}/lnk" if where == "leaf" else f"{ws}/lnk/x"
     with pytest.raises(SystemExit) as exc:
-        launch.fd_binds([flag, src, src, "--", "sh"], _policy(ws))
+        binds.fd_binds([flag, src, src, "--", "sh"], _policy(ws))
     assert exc.value.code == 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{ws}/lnk is a symbolic link" in err[0]
@@ -62,10 +62,10 @@ def test_missing_source_refuses_without_try_and_unknown_options_refuse(tmp_path,
     ws = tmp_path / "ws"
     ws.mkdir()
     with pytest.raises(SystemExit) as exc:
-        launch.fd_binds(["--ro-bind", f"{ws}/gone", f"{ws}/gone", "--", "sh"], _policy(ws))
+        binds.fd_binds(["--ro-bind", f"{ws}/gone", f"{ws}/gone", "--", "sh"], _policy(ws))
     assert exc.value.code == 5 and "is gone" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        launch.fd_binds(["--new-option", str(ws), "--", "sh"], _policy(ws))
+        binds.fd_binds(["--new-option", str(ws), "--", "sh"], _policy(ws))
     assert exc.value.code == 3
 
 
@@ -77,14 +77,14 @@ def test_the_outermost_root_is_where_the_walk_starts(tmp_path, capsys):
     (ws / "lnk").symlink_to(ws / "real")
     inner = f"{ws}/lnk"
     with pytest.raises(SystemExit):
-        launch.fd_binds(["--bind", inner, inner, "--", "sh"], _policy(ws, host_write=[inner]))
+        binds.fd_binds(["--bind", inner, inner, "--", "sh"], _policy(ws, host_write=[inner]))
     assert "symbolic link" in capsys.readouterr().err
 
 
 def test_private_home_bind_is_an_fd_too(tmp_path):
     home = tmp_path / "homes" / "pi"
     home.mkdir(parents=True)
-    out, fds = launch.fd_binds(["--bind", str(home), "/home/u", "--", "sh"], _policy(tmp_path / "ws", private_home=str(home)))
+    out, fds = binds.fd_binds(["--bind", str(home), "/home/u", "--", "sh"], _policy(tmp_path / "ws", private_home=str(home)))
     try:
         assert out[:3] == ["--bind-fd", str(fds[0]), "/home/u"]
         assert stat.S_ISDIR(os.fstat(fds[0]).st_mode)
@@ -154,5 +154,5 @@ def test_an_argv_without_its_command_is_walked_to_its_end_and_no_further(tmp_pat
     (a crash, not a refusal) on a spec whose command was cut off."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    out, fds = launch.fd_binds(["--ro-bind", "/usr", "/usr", "--chdir", str(ws)], _policy(ws))
+    out, fds = binds.fd_binds(["--ro-bind", "/usr", "/usr", "--chdir", str(ws)], _policy(ws))
     assert out == ["--ro-bind", "/usr", "/usr", "--chdir", str(ws)] and fds == []

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from test_policy import LAYOUT, resolve
 
-from tmuxjail import launch
+from tmuxjail.pane import binds, executable, launch, narrow, refuse
+from tmuxjail.pane import helper as pane_helper
+from tmuxjail.pane import spec as pane_spec
 from tmuxjail.sandbox import landlock
 from tmuxjail.sandbox.bwrap import Bwrap
 from tmuxjail.store import Store
@@ -48,8 +50,8 @@ def test_an_executable_path_that_is_now_a_link_is_refused(tmp_path, capsys):
     link = tmp_path / "codex"
     link.symlink_to(target)
     with pytest.raises(SystemExit) as exit_:
-        launch.open_executables(_exe_policy(link))
-    assert exit_.value.code == launch.EXIT_REFUSED and "cannot open the CLI's executable" in capsys.readouterr().err
+        executable.open_executables(_exe_policy(link))
+    assert exit_.value.code == refuse.EXIT_REFUSED and "cannot open the CLI's executable" in capsys.readouterr().err
 
 
 def test_an_executable_path_that_is_now_a_fifo_is_refused_without_blocking(tmp_path, capsys):
@@ -58,8 +60,8 @@ def test_an_executable_path_that_is_now_a_fifo_is_refused_without_blocking(tmp_p
     fifo = tmp_path / "codex"
     os.mkfifo(fifo)
     with no_hang(), pytest.raises(SystemExit) as exit_:
-        launch.open_executables(_exe_policy(fifo))
-    assert exit_.value.code == launch.EXIT_REFUSED and "not a regular file" in capsys.readouterr().err
+        executable.open_executables(_exe_policy(fifo))
+    assert exit_.value.code == refuse.EXIT_REFUSED and "not a regular file" in capsys.readouterr().err
 
 
 # -- the store's digest cache: a digest only for the very stat identity it was made for -------------
@@ -72,7 +74,7 @@ def test_the_store_answers_a_cached_digest_only_for_the_same_stat_identity(tmp_p
     s.put_digest("/opt/a", (1, 2, 3), "sha256:aa")
     s.put_digest("/opt/b", (4, 5, 6), "sha256:bb")
     s.close()
-    fp, digests = launch.stored_fingerprint(str(db), "no-such-session",
+    fp, digests = pane_helper.stored_fingerprint(str(db), "no-such-session",
                                             [["/opt/a", [1, 2, 3]], ["/opt/b", [4, 5, 7]], ["/opt/c", [1]]])
     assert fp is None
     assert digests == ["sha256:aa", "", ""]
@@ -84,7 +86,7 @@ def test_the_store_answers_a_cached_digest_only_for_the_same_stat_identity(tmp_p
 def test_a_trace_cap_that_is_a_link_is_refused(tmp_path, capsys):
     """The cap file next to the trace is written by `discover`; a link there (to a file holding a
     huge number) would lift the cap the config set on the tracer's output."""
-    from tmuxjail.discover.trace import CAP_FILE
+    from tmuxjail.pane.strace import CAP_FILE
 
     run = tmp_path / "discover" / "run1"
     run.mkdir(parents=True)
@@ -97,7 +99,7 @@ def test_a_trace_cap_that_is_a_link_is_refused(tmp_path, capsys):
     (run / CAP_FILE).symlink_to(tmp_path / "big")
     with pytest.raises(SystemExit) as exit_:
         launch.traced(spec)
-    assert exit_.value.code == launch.EXIT_REFUSED and "trace cap" in capsys.readouterr().err
+    assert exit_.value.code == refuse.EXIT_REFUSED and "trace cap" in capsys.readouterr().err
 
 
 # -- the proxy's readiness --------------------------------------------------------------------------
@@ -110,17 +112,17 @@ def _reaped_child() -> int:
     return pid
 
 
-def _helper(ready_bytes: bytes) -> launch.Helper:
+def _helper(ready_bytes: bytes) -> pane_helper.Helper:
     r, w = os.pipe()
     os.write(w, ready_bytes)
     os.close(w)
     # The helper already reaped (store_holds did, when a discovery run's proxy detached from it).
-    return launch.Helper(_reaped_child(), -1, -1, r, -1)
+    return pane_helper.Helper(_reaped_child(), -1, -1, r, -1)
 
 
 def test_the_proxy_socket_is_taken_from_a_helper_that_was_already_reaped():
     with no_hang():
-        assert launch.proxy_ready(_helper(b"/run/tmuxjail/p.sock\n")) == "/run/tmuxjail/p.sock"
+        assert pane_helper.proxy_ready(_helper(b"/run/tmuxjail/p.sock\n")) == "/run/tmuxjail/p.sock"
 
 
 @pytest.mark.parametrize("said", [b"", b"!cannot listen"])
@@ -128,8 +130,8 @@ def test_a_proxy_that_exits_before_it_listens_refuses_the_launch(capsys, said):
     """The helper died before saying where its proxy listens (EOF, with nothing or no whole line):
     the launch stops with the reason, it does not wait forever on a pipe nobody writes."""
     with no_hang(), pytest.raises(SystemExit) as exit_:
-        launch.proxy_ready(_helper(said))
-    assert exit_.value.code == launch.EXIT_UNAVAILABLE and "network proxy" in capsys.readouterr().err
+        pane_helper.proxy_ready(_helper(said))
+    assert exit_.value.code == refuse.EXIT_UNAVAILABLE and "network proxy" in capsys.readouterr().err
 
 
 # -- Landlock: a spec that drops the scope where the kernel has it is tampered ---------------------
@@ -152,14 +154,14 @@ def test_a_spec_without_the_landlock_scope_is_refused_on_every_kernel_that_has_i
     pol = resolve("isolated")
     spec, path = _verify_spec(tmp_path, pol, True)
     monkeypatch.setattr(landlock, "abi", lambda: abi)
-    launch.verify(spec, pol, path)  # the control: with the scope, every kernel passes
+    pane_spec.verify(spec, pol, path)  # the control: with the scope, every kernel passes
     spec["landlock_scope"] = False
     if refused:
         with pytest.raises(SystemExit) as exit_:
-            launch.verify(spec, pol, path)
-        assert exit_.value.code == launch.EXIT_REFUSED and "Landlock setting" in capsys.readouterr().err
+            pane_spec.verify(spec, pol, path)
+        assert exit_.value.code == refuse.EXIT_REFUSED and "Landlock setting" in capsys.readouterr().err
     else:
-        launch.verify(spec, pol, path)
+        pane_spec.verify(spec, pol, path)
 
 
 def test_a_spec_argv_holding_anything_but_strings_is_refused_as_tampered(tmp_path, capsys):
@@ -169,8 +171,8 @@ def test_a_spec_argv_holding_anything_but_strings_is_refused_as_tampered(tmp_pat
     spec, path = _verify_spec(tmp_path, pol, True)
     spec["argv"] = [*spec["argv"], "--flag", 7]
     with pytest.raises(SystemExit) as exit_:
-        launch.verify(spec, pol, path)
-    assert exit_.value.code == launch.EXIT_REFUSED and "argv does not follow" in capsys.readouterr().err
+        pane_spec.verify(spec, pol, path)
+    assert exit_.value.code == refuse.EXIT_REFUSED and "argv does not follow" in capsys.readouterr().err
 
 
 # -- root only: the pids cgroup, in a child (joining moves the process for good) -------------------
@@ -217,7 +219,7 @@ def _groups() -> set[str]:
 def test_a_root_run_policy_without_a_process_limit_joins_no_pids_group():
     """No nproc in the policy (its config sets none): the root-run launch goes on, in no group."""
     before = _groups()
-    code, err = _in_child(lambda: launch.root_process_limit({"limits": {}}, "kl-no-limit"))
+    code, err = _in_child(lambda: narrow.root_process_limit({"limits": {}}, "kl-no-limit"))
     assert (code, err) == (0, "")
     assert not {g for g in _groups() - before if g.startswith("kl-no-limit")}
 
@@ -233,8 +235,8 @@ def test_a_pids_group_the_kernel_refuses_is_a_one_line_refusal():
         pytest.skip("no pids cgroup controller on this host")
     before = _groups()
     try:
-        code, err = _in_child(lambda: launch.root_process_limit({"limits": {"nproc": -5}}, "kl-bad-limit"))
-        assert code == launch.EXIT_UNAVAILABLE and "cannot put this root-run jail into its pids cgroup" in err, (code, err)
+        code, err = _in_child(lambda: narrow.root_process_limit({"limits": {"nproc": -5}}, "kl-bad-limit"))
+        assert code == refuse.EXIT_UNAVAILABLE and "cannot put this root-run jail into its pids cgroup" in err, (code, err)
         assert "UNCAUGHT" not in err
     finally:
         for g in _groups() - before:
@@ -257,7 +259,7 @@ def test_the_helper_without_a_proxy_leaves_the_pane_and_joins_no_group(tmp_path)
         _store_r, store_w = os.pipe()
         os.write(ask_w, json.dumps(req).encode())
         os.close(ask_w)
-        launch.helper(os.getppid(), ask_r, store_w, -1, -1)
+        pane_helper.helper(os.getppid(), ask_r, store_w, -1, -1)
         still_open = [fd for fd in (0, 1, 2) if _is_open(fd)]
         with open("/proc/self/cgroup") as f:
             cgroup = f.read()
@@ -295,8 +297,8 @@ def test_a_sandbox_option_cut_off_from_its_arguments_is_refused(tmp_path, capsys
     pol = {"workspace_write": [str(tmp_path)], "workspace_read": [], "host_write": [], "host_read": [],
            "private_home": None}
     with pytest.raises(SystemExit) as exit_:
-        launch.fd_binds(["--ro-bind", "/usr", "/usr", *tail], pol)
-    assert exit_.value.code == launch.EXIT_REFUSED and "lacks its arguments" in capsys.readouterr().err
+        binds.fd_binds(["--ro-bind", "/usr", "/usr", *tail], pol)
+    assert exit_.value.code == refuse.EXIT_REFUSED and "lacks its arguments" in capsys.readouterr().err
 
 
 def test_a_spec_the_launcher_cannot_delete_is_still_read_once(tmp_path):
@@ -323,7 +325,7 @@ def test_a_spec_the_launcher_cannot_delete_is_still_read_once(tmp_path):
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
-        spec = launch.read_spec(str(path))
+        spec = pane_spec.read_spec(str(path))
         if spec != {"session_id": "s1"}:
             raise SystemExit(7)
     try:
@@ -341,7 +343,7 @@ def test_an_exec_that_fails_is_a_one_line_refusal(tmp_path):
     program could not run and why, not a traceback."""
     missing = str(tmp_path / "gone" / "bwrap")
     code, err = _in_child(lambda: launch.exec_closing([missing, "--version"], {}, ()))
-    assert code == launch.EXIT_UNAVAILABLE and f"cannot run {missing}" in err and "UNCAUGHT" not in err, (code, err)
+    assert code == refuse.EXIT_UNAVAILABLE and f"cannot run {missing}" in err and "UNCAUGHT" not in err, (code, err)
 
 
 def test_a_cli_written_in_place_after_its_check_is_refused(tmp_path, capsys):
@@ -353,15 +355,15 @@ def test_a_cli_written_in_place_after_its_check_is_refused(tmp_path, capsys):
     exe.write_bytes(b"#!/bin/sh\necho approved\n")
     pol = {"executable": {"path": str(exe), "sha256": "sha256:" + hashlib.sha256(exe.read_bytes()).hexdigest(),
                           "extra": []}}
-    opened = launch.open_executables(pol)
+    opened = executable.open_executables(pol)
     try:
-        launch.exe_checked(opened, [])
-        launch.exe_unchanged(opened)  # the control: untouched, it goes on
+        executable.exe_checked(opened, [])
+        executable.exe_unchanged(opened)  # the control: untouched, it goes on
         with open(exe, "r+b") as f:
             f.write(b"#!/bin/sh\necho swapped\n")
         with pytest.raises(SystemExit) as exit_:
-            launch.exe_unchanged(opened)
-        assert exit_.value.code == launch.EXIT_REFUSED and "was modified while" in capsys.readouterr().err
+            executable.exe_unchanged(opened)
+        assert exit_.value.code == refuse.EXIT_REFUSED and "was modified while" in capsys.readouterr().err
     finally:
         for _, _, fd, _ in opened:
             os.close(fd)
@@ -374,15 +376,15 @@ def test_a_cli_written_in_place_after_its_check_is_refused(tmp_path, capsys):
 def test_a_launcher_called_any_other_way_prints_its_usage_and_does_nothing(capsys, argv):
     with pytest.raises(SystemExit) as exit_:
         launch.main(argv)
-    assert exit_.value.code == 2 and "usage: python -m tmuxjail.launch --fp FINGERPRINT SPEC" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "usage: python -m tmuxjail.pane.launch --fp FINGERPRINT SPEC" in capsys.readouterr().err
 
 
 def test_a_proxy_that_could_not_start_gives_its_own_reason(capsys):
     """The helper's `!reason` line is what the user sees (a port in use, a limit): not a bare 'it exited'."""
     with no_hang(), pytest.raises(SystemExit) as exit_:
-        launch.proxy_ready(_helper(b"!cannot bind the proxy socket: Address in use\n"))
+        pane_helper.proxy_ready(_helper(b"!cannot bind the proxy socket: Address in use\n"))
     err = capsys.readouterr().err
-    assert exit_.value.code == launch.EXIT_UNAVAILABLE and "cannot bind the proxy socket: Address in use" in err, err
+    assert exit_.value.code == refuse.EXIT_UNAVAILABLE and "cannot bind the proxy socket: Address in use" in err, err
 
 
 @pytest.mark.parametrize("status", ["/tmp/elsewhere.status", None])
@@ -391,23 +393,23 @@ def test_a_spec_whose_status_file_is_not_its_own_is_refused(tmp_path, status):
     pointing it anywhere but beside itself (or /dev/null, an extra pane) is tampered."""
     pol = resolve("isolated")
     spec, path = _verify_spec(tmp_path, pol, True)
-    launch.verify(spec, pol, path)  # the control
+    pane_spec.verify(spec, pol, path)  # the control
     spec["status_file"] = os.devnull
-    launch.verify(spec, pol, path)
+    pane_spec.verify(spec, pol, path)
     spec["status_file"] = status
     with pytest.raises(SystemExit) as exit_:
-        launch.verify(spec, pol, path)
-    assert exit_.value.code == launch.EXIT_REFUSED
+        pane_spec.verify(spec, pol, path)
+    assert exit_.value.code == refuse.EXIT_REFUSED
 
 
 def test_a_spec_that_leaves_out_its_sandbox_setting_is_taken_as_sandboxed(tmp_path):
     pol = resolve("isolated")
     spec, path = _verify_spec(tmp_path, pol, True)
     del spec["sandboxed"]
-    launch.verify(spec, pol, path)
+    pane_spec.verify(spec, pol, path)
     spec["sandboxed"] = False
     with pytest.raises(SystemExit):
-        launch.verify(spec, pol, path)
+        pane_spec.verify(spec, pol, path)
 
 
 @pytest.mark.parametrize("argv", ["/usr/bin/bwrap --bind / / sh", [], {}, 7])
@@ -417,8 +419,8 @@ def test_a_spec_argv_that_is_no_list_of_words_is_refused_as_tampered(tmp_path, c
     spec, path = _verify_spec(tmp_path, pol, True)
     spec["argv"] = argv
     with pytest.raises(SystemExit) as exit_:
-        launch.verify(spec, pol, path)
-    assert exit_.value.code == launch.EXIT_REFUSED and "argv does not follow" in capsys.readouterr().err
+        pane_spec.verify(spec, pol, path)
+    assert exit_.value.code == refuse.EXIT_REFUSED and "argv does not follow" in capsys.readouterr().err
 
 
 def test_every_executable_is_checked_though_the_cache_vouched_for_the_first(tmp_path, capsys):
@@ -434,9 +436,9 @@ def test_every_executable_is_checked_though_the_cache_vouched_for_the_first(tmp_
     fds = [os.open(good, os.O_RDONLY), os.open(bad, os.O_RDONLY)]
     try:
         with pytest.raises(SystemExit) as exit_:
-            launch.exe_checked([(str(good), approved_good, fds[0], []), (str(bad), approved_bad, fds[1], [])],
+            executable.exe_checked([(str(good), approved_good, fds[0], []), (str(bad), approved_bad, fds[1], [])],
                                [approved_good, ""])
-        assert exit_.value.code == launch.EXIT_REFUSED and str(bad) in capsys.readouterr().err
+        assert exit_.value.code == refuse.EXIT_REFUSED and str(bad) in capsys.readouterr().err
     finally:
         for fd in fds:
             os.close(fd)
@@ -467,7 +469,7 @@ def test_a_root_run_proxy_that_cannot_join_the_jails_pids_group_still_serves(tmp
         try:
             os.close(ready_r)
             os.close(store_r)
-            launch.helper(launcher, ask_r, store_w, ready_w, go_r)
+            pane_helper.helper(launcher, ask_r, store_w, ready_w, go_r)
         finally:
             os._exit(0)
     try:

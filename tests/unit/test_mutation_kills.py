@@ -21,10 +21,6 @@ from test_verified import KW
 from tmuxjail import (
     config,
     identity,
-    launch,
-    netcheck,
-    netpolicy,
-    netproxy,
     policycache,
     profiles,
     restrict,
@@ -32,6 +28,11 @@ from tmuxjail import (
 )
 from tmuxjail.errors import ConfigError, NotApproved, UsageError
 from tmuxjail.model import ExecutableIdentity
+from tmuxjail.net import check as netcheck
+from tmuxjail.net import policy as netpolicy
+from tmuxjail.net import proxy as netproxy
+from tmuxjail.pane import binds, executable, narrow, refuse
+from tmuxjail.pane import spec as pane_spec
 from tmuxjail.sandbox.bwrap import Bwrap
 
 
@@ -133,17 +134,17 @@ def test_no_own_keyring_refuses_unless_there_are_no_keyrings_at_all(monkeypatch,
     monkeypatch.setattr(libc, "get_errno", lambda: err)
     if dies:
         with pytest.raises(SystemExit):
-            launch.own_session_keyring()
+            narrow.own_session_keyring()
         assert "own session keyring" in capsys.readouterr().err
     else:
-        launch.own_session_keyring()
+        narrow.own_session_keyring()
 
 
 @pytest.mark.parametrize("rel", ["//x", "/x/", "/./x", "/x/../y", "/x/."])
 def test_a_bind_source_that_is_not_canonical_is_refused(tmp_path, capsys, rel):
     (tmp_path / "x").mkdir()
     with pytest.raises(SystemExit):
-        launch.open_beneath(str(tmp_path), str(tmp_path) + rel, False)
+        binds.open_beneath(str(tmp_path), str(tmp_path) + rel, False)
     assert "not a canonical path" in capsys.readouterr().err
 
 
@@ -157,7 +158,7 @@ def test_a_link_above_an_inner_root_is_refused(tmp_path, capsys):
     inner = f"{ws}/lnk/sub"
     pol = dict(workspace_write=[str(ws)], workspace_read=[], host_write=[inner], host_read=[], private_home=None)
     with pytest.raises(SystemExit):
-        launch.fd_binds(["--bind", inner, inner, "--", "sh"], pol)
+        binds.fd_binds(["--bind", inner, inner, "--", "sh"], pol)
     assert "symbolic link" in capsys.readouterr().err
 
 
@@ -284,9 +285,9 @@ def test_bubblewrap_is_found_by_its_fixed_paths_in_order(monkeypatch):
 
 LEAN = {  # module -> what it must not load: the launcher and the warm start import them on every start
     "sandbox.bwrap": "typing", "sandbox.seccomp": "typing", "sandbox.pids": "typing", "sandbox.landlock": "typing",
-    "launch": "typing", "netcheck": "typing", "netpolicy": "typing", "policycache": "typing",
+    "pane.launch": "typing", "pane.command": "typing", "net.check": "typing", "net.policy": "typing", "policycache": "typing",
     "approvals": "pydantic", "warm": "pydantic", "identity": "pydantic", "config": "pydantic",
-    "restrict": "pydantic", "netlog": "pydantic", "audit": "pydantic",
+    "restrict": "pydantic", "net.log": "pydantic", "audit": "pydantic",
 }
 
 
@@ -316,7 +317,7 @@ def _log_dir(tmp_path, sid="sid-1"):
 
 
 def test_show_network_prints_space_and_tilde_but_not_delete(tmp_path):
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     store, log = _log_dir(tmp_path)
     with open(log, "w") as f:
@@ -329,7 +330,7 @@ def test_show_network_reads_no_link_no_fifo_and_no_missing_log(tmp_path):
     and without blocking (a FIFO there would hang `show`); a session without a log has no rows."""
     import threading
 
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     store, log = _log_dir(tmp_path)
     assert netlog.read(store, "sid-1") == [] and netlog.read(store, "no-such-session") == []
@@ -1003,7 +1004,7 @@ def test_the_login_shell_is_an_absolute_runnable_program_or_sh(monkeypatch, shel
     fake = pwd.struct_passwd((*real[:6], shell))
     monkeypatch.setattr(pwd, "getpwuid", lambda uid: fake)
     assert identity.login_shell() == want
-    assert launch.login_shell() == want
+    assert pane_spec.login_shell() == want
 
 
 def test_the_proxy_refuses_this_hosts_addresses_as_they_are_now(monkeypatch, no_dns):
@@ -1078,7 +1079,7 @@ def _counter_file(directory, name, table):
 def test_show_network_merges_every_proxys_counters_past_unreadable_ones(tmp_path):
     """Each proxy of a session keeps its own counters file; one that is torn or forged (the host
     names in it came from the jail) is skipped, never the end of the reading."""
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     _counter_file(tmp_path, "1", "{torn")
     _counter_file(tmp_path, "2", "[1, 2]")
@@ -1096,7 +1097,7 @@ def test_show_network_merges_every_proxys_counters_past_unreadable_ones(tmp_path
 
 
 def test_show_network_says_what_would_allow_a_denied_destination():
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     iso, compat = {"mode": "isolated", "provider": "codex"}, {"mode": "compatibility", "provider": "codex"}
     assert netlog.fix("allowlist", "x.test", iso, None).startswith("a new session (today's config allows it): ")
@@ -1106,7 +1107,7 @@ def test_show_network_says_what_would_allow_a_denied_destination():
 
 
 def test_show_network_text_shows_every_part_it_has(tmp_path):
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     session = {"id": "s1", "name": "j", "policy": {"network": "proxy", "allow_domains": ["a.test", "b.test"]}}
     rep = netlog.report(session, str(tmp_path / "store.db"))
@@ -1203,7 +1204,7 @@ def test_classify_folds_what_the_jail_gives_counts_it_by_area_and_keeps_odd_path
     assert [u.path for u in c.never] == ["/h/.local/state/tmuxjail/store.db"]
 
 def test_show_network_counts_no_forged_negative_and_names_the_fix_of_denied_rows_only(tmp_path):
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     d = tmp_path / "net" / "s1"
     d.mkdir(parents=True)
@@ -1337,7 +1338,6 @@ def test_an_executable_the_cache_has_no_digest_for_is_hashed_and_a_changed_one_r
     not the approved digest never runs."""
     import hashlib
 
-    from tmuxjail import launch
 
     exe = tmp_path / "codex"
     exe.write_bytes(b"#!/bin/sh\necho swapped\n")
@@ -1346,11 +1346,11 @@ def test_an_executable_the_cache_has_no_digest_for_is_hashed_and_a_changed_one_r
     try:
         for cached in ([], [""], ["sha256:" + "0" * 64]):
             with pytest.raises(SystemExit) as exit_:
-                launch.exe_checked([(str(exe), approved, fd, [])], cached)
-            assert exit_.value.code == launch.EXIT_REFUSED
+                executable.exe_checked([(str(exe), approved, fd, [])], cached)
+            assert exit_.value.code == refuse.EXIT_REFUSED
             assert "changed since this session's policy" in capsys.readouterr().err
-        launch.exe_checked([(str(exe), approved, fd, [])], [approved])  # the cache vouches: no hash
+        executable.exe_checked([(str(exe), approved, fd, [])], [approved])  # the cache vouches: no hash
         actual = "sha256:" + hashlib.sha256(exe.read_bytes()).hexdigest()
-        launch.exe_checked([(str(exe), actual, fd, [])], [""])
+        executable.exe_checked([(str(exe), actual, fd, [])], [""])
     finally:
         os.close(fd)

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import mutation
 
 SETTINGS = {"floor": 90.0}
-PLAN = {"netcheck": {"strict": True, "file": "tmuxjail/netcheck.py"}, "scan": {"file": "tmuxjail/scan.py"}}
+PLAN = {"netcheck": {"strict": True, "file": "tmuxjail/net/check.py"}, "scan": {"file": "tmuxjail/scan.py"}}
 
 
 def _res(name, killed, survivors):

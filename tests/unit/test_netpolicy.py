@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tmuxjail import approvals, config, identity, netpolicy, policy, profiles
+from tmuxjail import approvals, config, identity, policy, profiles
 from tmuxjail.adapters import get as adapter
 from tmuxjail.errors import ConfigError, NotApproved, UsageError
 from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.net import policy as netpolicy
 
 HOME = "/home/u"
 MODES = ("compatibility", "isolated", "verified")

@@ -15,7 +15,9 @@ import time
 
 import pytest
 
-from tmuxjail import netbridge, netcheck, netproxy
+from tmuxjail.net import bridge as netbridge
+from tmuxjail.net import check as netcheck
+from tmuxjail.net import proxy as netproxy
 
 A = ipaddress.ip_address
 
@@ -224,7 +226,7 @@ def test_tunnel_relays_bytes_both_ways_and_logs(tmp_path, no_dns):
     assert rows[0]["host"] == "up.test" and rows[0]["decision"] == "allowed" and rows[0]["address"] == "127.0.0.1"
     p = netproxy.Proxy((), (), None)  # (the proxy serving above is another object: read its file)
     del p
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     def counted():
         c = netlog.counters(str(tmp_path / "rec"))["destinations"].get("up.test", {})
@@ -330,7 +332,7 @@ def test_a_client_gone_before_its_answer_costs_the_proxy_no_worker(tmp_path, no_
 def test_a_client_gone_before_its_head_ends_is_counted_malformed(tmp_path, no_dns):
     """A head cut short by its client is recorded (the totals' malformed requests), not dropped
     unseen: a jail probing the proxy with half requests shows in show --network."""
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     (tmp_path / "rec").mkdir()
     path = _serve(tmp_path, log=str(tmp_path / "rec"))
@@ -347,7 +349,7 @@ def test_a_connection_no_thread_can_be_had_for_is_refused_and_the_proxy_serves_o
     """At the user's process limit no worker can start (RuntimeError): that connection is closed
     unanswered and recorded, its slot given back, and the accept loop goes on (dying with it, or
     keeping the slot, would leave the jail without its proxy)."""
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     refuse = [True]
 
@@ -403,7 +405,7 @@ def test_bridge_wiring_is_after_the_process_limit_and_binds_the_socket():
 def test_show_network_rechecks_every_row(tmp_path):
     """The log's host names came from a jail: rows that are not exactly a row are skipped, and
     nothing but printable ASCII is shown."""
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     store = tmp_path / "store.db"
     d = netproxy.session_dir(str(store), "sid-1")
@@ -609,7 +611,8 @@ def test_the_log_rotates_keeps_the_newest_rows_and_marks_what_it_dropped(tmp_pat
     """A flood never stops the log: past ROTATE_AT the file becomes .1 and a new one starts with
     a `rotated` row counting every row dropped so far; the newest row is always readable, and
     the two files stay within about twice ROTATE_AT."""
-    from tmuxjail import netlog, netrecord
+    from tmuxjail.net import log as netlog
+    from tmuxjail.net import record as netrecord
 
     monkeypatch.setattr(netrecord, "ROTATE_AT", 4096)
     store = tmp_path / "store.db"
@@ -638,7 +641,8 @@ def test_the_log_rotates_keeps_the_newest_rows_and_marks_what_it_dropped(tmp_pat
 def test_counters_no_flood_of_denied_names_can_push_out(tmp_path, monkeypatch):
     """The counters keep every destination the jail was allowed to reach whatever it floods, and
     the totals are exact; denied names beyond the table's cap count under their rule."""
-    from tmuxjail import netlog, netrecord
+    from tmuxjail.net import log as netlog
+    from tmuxjail.net import record as netrecord
 
     monkeypatch.setattr(netrecord, "MAX_DENIED", 50)
     rec = netrecord.Recorder(str(tmp_path), owner=7)
@@ -670,7 +674,7 @@ def test_counters_no_flood_of_denied_names_can_push_out(tmp_path, monkeypatch):
     ("literal-address", "127.0.0.1", ("*",), "connect by name"),
 ])
 def test_the_fix_for_a_denied_destination(rule, host, ceiling, want):
-    from tmuxjail import netlog
+    from tmuxjail.net import log as netlog
 
     s = {"mode": "isolated", "provider": "shell", "request": {"allow_domains": ["a.test"], "workspaces": ["/w"]}}
     assert want in netlog.fix(rule, host, s, ceiling)
@@ -680,8 +684,8 @@ def test_the_fix_for_a_denied_destination(rule, host, ceiling, want):
 
 
 def test_prune_removes_every_record_of_the_session(tmp_path):
-    from tmuxjail import netrecord
     from tmuxjail.commands.prune import forget_network
+    from tmuxjail.net import record as netrecord
 
     for n in (netrecord.LOG_NAME, netrecord.LOG_NAME + ".1", "counters-12.json", "counters-12.json.tmp"):
         (tmp_path / n).write_text("{}\n")
@@ -718,7 +722,7 @@ def test_a_name_with_two_checked_addresses_is_connected_to_the_first_that_answer
 
 _PROXY_CHILD = """
 import os, sys
-from tmuxjail import netproxy
+from tmuxjail.net import proxy as netproxy
 listener, path = netproxy.listen(sys.argv[1])
 print(path, flush=True)
 netproxy.run({}, (listener, path, os.pidfd_open(os.getppid()), None), os.getppid())
@@ -813,7 +817,7 @@ def test_a_host_longer_than_any_name_is_cut_to_253_in_the_answer(tmp_path, no_dn
 
 _STUCK_PROXY = """
 import os, sys, threading
-from tmuxjail import netproxy
+from tmuxjail.net import proxy as netproxy
 
 class Stuck(netproxy.Recorder):
     def flusher(self):  # a writer that never lets go of the recorder (a wedged disk, say)

@@ -123,7 +123,7 @@ def test_config_resolve_table_is_the_config_files_only():
     ("-a.example", None), ("a b.example", None), ("x" * 64 + ".example", None), (None, None), ("a\nb", None),
 ])
 def test_domain_patterns(value, ok):
-    from tmuxjail import netcheck
+    from tmuxjail.net import check as netcheck
 
     if ok is None:
         with pytest.raises(UsageError) as e:

@@ -17,7 +17,7 @@ def _modules(code: str, env: dict | None = None) -> set[str]:
 
 
 def test_the_launcher_never_imports_libtmux():
-    mods = _modules("import tmuxjail.launch")
+    mods = _modules("import tmuxjail.pane.launch")
     assert not {m for m in mods if m.split(".")[0] == "libtmux"}
 
 

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..netpolicy import covers
-from ..netproxy import LOG_NAME, session_dir
+from ..net.policy import covers
+from ..net.proxy import LOG_NAME, session_dir
+from ..pane.command import is_launcher
 from . import quirks
 from .checks import Check, Trial, check, excerpt, hashes, parse_report
 from .scratch import OWN_DIRS, PROBE_TIMEOUT, Run, wait_file
@@ -52,7 +53,7 @@ def first_screen(run: Run, t: Trial) -> list[Check]:
         comm = None  # the pane's process is gone already
     start_cmd = run.tmux("display-message", "-p", "-t", t.pane, "#{pane_start_command}")
     checks.append(check("pane process is the jail",
-                        (comm == "bwrap" or (comm is None and "tmuxjail.launch" in start_cmd)) and proc is not None,
+                        (comm == "bwrap" or (comm is None and is_launcher(start_cmd))) and proc is not None,
                         {"pane_process": comm or "exited (seen running under bwrap)",
                          "cli": proc[0] if proc else None, "cwd": proc[1] if proc else None}))
     return checks + quirks.at(run, t, "started")

@@ -12,6 +12,7 @@ from importlib import import_module
 from .. import __version__, log, paths
 from ..commands import Call
 from ..errors import TmuxjailError
+from ..pane.command import PANE_VERB
 from ..registry import CERTIFIABLE, MODES, PROVIDERS
 from ..render import Result, error, fail, out
 from ..tmux import Tmux, hand_over
@@ -57,7 +58,7 @@ COMMANDS = {
 }
 SUBCOMMANDS = frozenset(name for name in COMMANDS if " " not in name)
 # Hidden commands that tmux runs (no argparse): a new pane of a jailed session, a pane-died hook.
-HIDDEN = {"_pane": "commands.pane:run_pane", "_audit": "audit:run_hidden"}
+HIDDEN = {PANE_VERB: "commands.pane:run_pane", "_audit": "audit:run_hidden"}
 # Commands that work without a usable HOME (they say what is wrong, or need no state).
 NO_HOME = ("completion", "doctor", "profiles")
 

@@ -6,11 +6,12 @@ import os
 import pwd
 from pathlib import Path
 
-from .. import approvals, identity, log, netpolicy, profiles
+from .. import approvals, identity, log, profiles
 from .. import config as config_mod
 from ..adapters import get as get_adapter
 from ..context import Context
 from ..errors import UsageError
+from ..net import policy as netpolicy
 from ..render import Result, confirm, interactive
 from . import Call
 

@@ -14,7 +14,7 @@ from ..adapters import get as get_adapter
 from ..context import Context
 from ..errors import ResumeRefused, TmuxjailError
 from ..identity import login_shell
-from ..launch import pane_command
+from ..pane.command import launcher
 from ..render import error, fail
 from ..tmux import Tmux
 from .shell import live_row
@@ -49,5 +49,5 @@ def run_pane(argv: list[str]) -> int:
         return error(exc)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, pane_command(sys.executable, fp, str(spec.path)))
+    os.execv(sys.executable, launcher(sys.executable, fp, str(spec.path)))
     return 1  # not reached

@@ -15,9 +15,10 @@ import os
 import re
 import time
 
-from .. import netproxy, netrecord
 from ..context import Context
 from ..errors import UsageError
+from ..net import proxy as netproxy
+from ..net import record as netrecord
 from ..render import Result, size
 from ..status import rows
 from . import Call

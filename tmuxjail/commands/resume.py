@@ -7,11 +7,12 @@ import json
 import sys
 from collections.abc import Callable
 
-from .. import config, conversation, jail, log, netpolicy, plan
+from .. import config, conversation, jail, log, plan
 from ..adapters import get as get_adapter
 from ..context import Context, where_it_runs
 from ..errors import ResumeRefused, TmuxjailError, UsageError, refuse_inside_jail
 from ..model import Mode, Policy
+from ..net import policy as netpolicy
 from ..policy import as_data
 from ..render import Result, confirm, interactive
 from ..status import describe, is_jail_pane, placement

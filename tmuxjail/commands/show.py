@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 
-from .. import config, netlog, profiles
+from .. import config, profiles
 from ..adapters import get as get_adapter
 from ..audit import clean, latest, line
 from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
+from ..net import log as netlog
 from ..render import Result, policy_text, session_text
 from ..status import describe
 from ..tmux import check_name

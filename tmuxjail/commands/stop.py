@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 
-from .. import audit, conversation, log, netproxy
+from .. import audit, conversation, log
 from ..adapters import get as get_adapter
 from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
+from ..net import proxy as netproxy
+from ..pane.command import kind
 from ..render import Result
-from ..status import describe, kind, placement, under
+from ..status import describe, placement, under
 from ..tmux import check_name
 from . import Call
 

@@ -19,13 +19,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import approvals, identity, netlog, netrecord, plan, profiles
+from .. import approvals, identity, plan, profiles
 from .. import config as config_mod
 from ..adapters import get as get_adapter
 from ..commands.start import start as start_session
 from ..commands.stop import stop as stop_session
 from ..context import server_of
 from ..errors import NotApproved, SandboxUnavailable, TmuxjailError, UsageError
+from ..net import log as netlog
+from ..net import record as netrecord
+from ..pane.strace import CAP_FILE, STRACE
 from ..paths import ensure_private_dir
 from ..policy import BASE_ENV, never_passed
 from . import candidate as cand_mod
@@ -33,7 +36,6 @@ from . import evidence as ev_mod
 from . import trace as trace_mod
 from .classify import classify
 from .evidence import Evidence
-from .trace import STRACE
 
 TIMEOUT = 600.0
 
@@ -103,8 +105,8 @@ def start(ctx, provider: str, workspaces: tuple[str, ...], args: list[str], non_
     ws = plan.canonical_workspaces(workspaces, ctx.env.get("PWD") or os.getcwd())
     mode = "verified" if replay_of else "isolated"
     did, d = _new_id(ctx, provider, ws[0], replay_of)
-    try:  # read by the launcher, which stops the run there (trace.CAP_FILE, tracecap.py)
-        _write_new(d / trace_mod.CAP_FILE, str(config_mod.load(ctx.paths.config_file).trace_cap))
+    try:  # read by the launcher, which stops the run there (pane/strace.py, pane/tracecap.py)
+        _write_new(d / CAP_FILE, str(config_mod.load(ctx.paths.config_file).trace_cap))
     except BaseException:
         shutil.rmtree(d, ignore_errors=True)
         raise

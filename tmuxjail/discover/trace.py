@@ -1,5 +1,5 @@
-"""The trace of a discovery run: the strace argv the launcher puts around bubblewrap, and a strict
-parser of what strace wrote. Pure.
+"""The trace of a discovery run: a strict parser of what strace wrote. Pure. (The strace argv
+the launcher puts in front of bubblewrap, and the trace's size cap, are the pane's: pane/strace.py.)
 
 The trace is a seam (DESIGN §8): every name in it was chosen by the jail. strace runs with -xx, so
 every string and every fd decoration is printed as \\xHH escapes and nothing the jail chose can
@@ -11,33 +11,15 @@ ever a decoded path in an event, never a syscall, a pid or a return value.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
-import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-STRACE = "/usr/bin/strace"
-# What is traced: files (open, stat, exec, rename, unlink, ...), processes (fork, exec, exit), the
-# cwd, and connect() for network destinations when there is no proxy log.
-TRACE_SET = "trace=%file,%process,chdir,fchdir,connect"
 MAX_LINE = 1 << 16  # a path is at most 4096 bytes: 16 KiB of \xHH; longer lines are not strace's
 
 
-CAP_FILE = "trace-cap"  # next to the trace: its size cap in bytes (config [discover] trace_cap)
-CAP_MARK = "tmuxjail-trace-cap "  # tracecap.py's last line when the run reached the cap
-CAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tracecap.py")
-
-
-def argv(trace_file: str, cap: int, python: str) -> list[str]:
-    """strace in front of bubblewrap: follow every fork into the jail (-f), hex-escape every
-    string (-xx), decorate fds with their paths (-y), show pids as seen outside the jail's PID
-    namespace, timestamps for the duration, keep exit lines (-q only drops attach noise). Its
-    output goes through tracecap.py, which stops the run at `cap` bytes."""
-    pipe = "|exec " + shlex.join([python, "-I", CAPPER, trace_file, str(int(cap))])
-    return [STRACE, "-f", "-xx", "-y", "--decode-pids=pidns", "-ttt", "-q", "-s", "256",
-            "-e", TRACE_SET, "-o", pipe, "--"]
+CAP_MARK = "tmuxjail-trace-cap "  # tracecap.py's last line when the run reached the cap (pane/strace.py)
 
 
 HEXSTR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')

@@ -224,7 +224,7 @@ def _tmpfs(path: str, size: int) -> list[str]:
 def _dev(policy: dict[str, Any]) -> list[str]:
     """bwrap's /dev is an unsized tmpfs: give /dev/shm a sized one and make /dev itself read-only
     (the device nodes are separate binds and stay usable). Its /dev/pts is replaced with the one
-    the launcher mounted with the jail's pty share (launch.own_namespace: bwrap's has no max=)."""
+    the launcher mounted with the jail's pty share (pane/narrow.py own_namespace: bwrap's has no max=)."""
     pts = ["--dev-bind", "/dev/pts", "/dev/pts"] if limits(policy).get("ptys", -1) >= 0 else []
     return ["--dev", "/dev", *pts, *_tmpfs("/dev/shm", limits(policy)["tmp_bytes"]), "--remount-ro", "/dev"]
 

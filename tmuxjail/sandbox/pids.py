@@ -32,7 +32,7 @@ def _write(path: str, text: str) -> None:
 
 def sweep() -> None:
     """Remove finished jails' groups (rmdir refuses one that still holds a process). Apart from
-    join(): the launcher has its helper child do it, off its path (launch.start_helper)."""
+    join(): the launcher has its helper child do it, off its path (pane/helper.py start_helper)."""
     found = hierarchy()
     if found is None:
         return

@@ -14,8 +14,8 @@ subdomains only (not example.com itself).
 
 from __future__ import annotations
 
-from .errors import NotApproved, UsageError
-from .netcheck import check_pattern as check
+from ..errors import NotApproved, UsageError
+from .check import check_pattern as check
 
 ANY = "*"
 DOMAIN_ITEM = "domain:"  # prefix of an approval item that grants one extra domain (verified)

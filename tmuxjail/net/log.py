@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 
-from . import netrecord
-from .netcheck import literal
-from .netlisten import session_dir
-from .netpolicy import check_pattern, covers
-from .render import size
+from ..render import size
+from . import record as netrecord
+from .check import literal
+from .listen import session_dir
+from .policy import check_pattern, covers
 
 MAX_BYTES = 16 << 20
 RECENT = 40  # rows the text shows (--json has them all)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .sandbox.bwrap import seal_start
+from ..sandbox.bwrap import seal_start
 
 PORT = 3128
 SOCKET = "/run/tmuxjail/proxy.sock"  # strict modes: /run is the jail's own tmpfs

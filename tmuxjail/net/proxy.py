@@ -28,9 +28,10 @@ import threading
 import time
 from typing import NoReturn
 
-from . import netcheck, netlisten
-from .netrecord import LOG_NAME as LOG_NAME
-from .netrecord import Recorder
+from . import check as netcheck
+from . import listen as netlisten
+from .record import LOG_NAME as LOG_NAME
+from .record import Recorder
 
 MAX_HEAD = 8192
 HEAD_TIMEOUT = 10.0

@@ -1,0 +1,107 @@
+"""The launch spec: read once and deleted (it holds credential values), then verified: everything
+the launcher executes must follow from the fingerprinted policy."""
+
+from __future__ import annotations
+
+import os
+
+from .refuse import EXIT_REFUSED, die
+
+TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+
+def read_spec(path: str) -> dict[str, Any]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        die(f"launch spec {path} is gone ({exc.strerror}); this pane was not started by tmuxjail "
+            "start/resume, refusing to run anything", EXIT_REFUSED)
+    try:
+        os.unlink(path)  # read once, and first: it holds credential values
+    except OSError:
+        pass
+    if os.fstat(fd).st_uid != os.getuid():
+        die("launch spec is not owned by you; refusing", EXIT_REFUSED)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    from ..canon import loads
+
+    try:
+        spec = loads(data)
+    except (ValueError, RecursionError):
+        die("launch spec is not valid JSON; refusing", EXIT_REFUSED)
+    if not isinstance(spec, dict):
+        die("launch spec is not a JSON object; refusing", EXIT_REFUSED)
+    return spec
+
+
+def login_shell() -> str:
+    """identity.login_shell(), without its imports (this runs on every start)."""
+    import pwd
+
+    shell = pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
+    if not os.path.isabs(shell) or not os.access(shell, os.X_OK) or shell.endswith("nologin"):
+        shell = "/bin/sh"
+    return shell
+
+
+def cli_prefix(policy: dict[str, Any]) -> list[str]:
+    """How the policy's executable is started: its interpreter first, for scripts."""
+    exe = policy["executable"]
+    return [*[p for p, _ in exe["extra"]][:1], exe["path"]]
+
+
+def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> None:
+    """Everything this launcher executes must follow from the fingerprinted policy: the spec's
+    argv, environment and side settings are not fingerprinted, and whoever could rewrite the spec
+    would otherwise choose them. Compared before any fd conversion of the binds."""
+    def refuse(what: str) -> NoReturn:
+        die(f"the launch spec's {what} does not follow from this pane's policy (tampered); refusing",
+            EXIT_REFUSED)
+
+    argv = spec.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        refuse("argv")
+    sandboxed = policy.get("backend") != "none"
+    if spec.get("sandboxed", True) is not sandboxed:
+        refuse("sandbox setting")
+    cli = argv
+    if sandboxed:
+        from ..sandbox import HostLayout
+        from ..sandbox.bwrap import FIXED_PATHS, Bwrap
+
+        if argv[0] not in FIXED_PATHS:
+            refuse("bubblewrap path")
+        try:
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                      for k, v in spec["layout"].items()}
+            layout = HostLayout(**fields)
+            head = Bwrap(argv[0]).wrap(policy, [], layout)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            refuse("host layout")
+        if argv[:len(head)] != head:
+            refuse("bubblewrap argv")
+        cli = argv[len(head):]
+    # An extra pane of the session runs your login shell in the same jail.
+    if cli[:len(cli_prefix(policy))] != cli_prefix(policy) and cli != [login_shell(), "-l"]:
+        refuse("executable")
+    env = spec.get("env")
+    if not isinstance(env, dict):
+        refuse("environment")
+    fixed = dict(policy["env_set"])
+    if any(env.get(k) != v for k, v in fixed.items()):
+        refuse("environment")
+    allowed = None if policy["env_inherit"] else {*policy["env_names"], *fixed}
+    if any(k.startswith("TMUX") or (allowed is not None and k not in allowed) for k in env):
+        refuse("environment")
+    if policy["mode"] != "compatibility" and sandboxed and not spec.get("landlock_scope"):
+        from ..sandbox import landlock
+
+        if landlock.abi() >= landlock.MIN_ABI:  # start would have asked for it: someone turned it off
+            refuse("Landlock setting")
+    # (The machine needs no check: a filter for another architecture denies every system call.)
+    # An extra pane of a session sends its status to /dev/null: nobody waits on it.
+    if sandboxed and spec.get("status_file") not in (spec_path[:-len(".json")] + ".status", os.devnull):
+        refuse("status file")
