@@ -25,6 +25,7 @@ from .errors import FINDINGS, TmuxjailError
 from .render import fail
 from .scan import STAT_KINDS, scan
 from .store import Store
+from .subpath import below
 
 ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")  # \Z: no trailing newline
 TEXT_LIMIT = 200  # findings printed in text; JSON has them all
@@ -252,7 +253,7 @@ def clean(s: str) -> str:
 
 def _rel(path: str, roots: list[str]) -> str:
     for r in roots:
-        if path.startswith(r.rstrip("/") + "/"):
+        if below(path, r):
             return path[len(r.rstrip("/")) + 1:] if len(roots) == 1 else path
     return path
 

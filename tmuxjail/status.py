@@ -26,6 +26,7 @@ from .context import server_of
 from .errors import TmuxjailError
 from .netlisten import session_dir
 from .netrecord import totals
+from .subpath import inside
 from .tmux import default_socket
 
 LAUNCH_MARK = "tmuxjail.launch"
@@ -120,7 +121,7 @@ def rows(ctx, include_stopped: bool = False, check=None, activity: bool = True,
 
 def under(workspace: str | None, top: str) -> bool:
     """workspace is top or a directory under it (both canonical paths)."""
-    return bool(workspace) and (workspace == top or str(workspace).startswith(top.rstrip("/") + "/"))
+    return bool(workspace) and inside(str(workspace), top)
 
 
 def server_label(socket: str | None, env) -> str:

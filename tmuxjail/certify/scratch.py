@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TmuxjailError, UsageError
+from ..subpath import inside
 from ..tmux import Tmux, default_socket
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class Run:
         # A scratch dir chosen under the temp dir (the tests' TMUXJAIL_CERTIFY_SCRATCH) gets a temp
         # dir of its own beside the home, as a real account's home is not inside its temp dir.
         tmp = Path(real_env.get("TMPDIR") or "/tmp").resolve()
-        self.tmpdir = self.root / "tmp" if self.root.resolve().is_relative_to(tmp) else None
+        self.tmpdir = self.root / "tmp" if inside(str(self.root.resolve()), str(tmp)) else None
         for d in (self.home, self.ws, self.outside, self.ws / ".certify", *filter(None, [self.tmpdir])):
             d.mkdir(parents=True, exist_ok=True)
         for own in OWN_DIRS:

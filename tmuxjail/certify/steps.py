@@ -13,6 +13,7 @@ from typing import Any
 
 from ..netpolicy import covers
 from ..netproxy import LOG_NAME, session_dir
+from ..subpath import inside_any
 from . import quirks
 from .checks import Check, Trial, check, excerpt, hashes, parse_report
 from .scratch import OWN_DIRS, PROBE_TIMEOUT, Run, wait_file
@@ -173,7 +174,7 @@ def state(run: Run, t: Trial) -> list[Check]:
         allowed = [os.path.relpath(p, run.home) for p in pol.get("host_write", ())]
         # the parent of an approved path changes when tmuxjail creates that path before the launch
         parents = {os.path.dirname(a) or "." for a in allowed}
-        stray = [p for p in moved if p not in parents and not any(p == a or p.startswith(a + "/") for a in allowed)]
+        stray = [p for p in moved if p not in parents and not inside_any(p, allowed)]
     else:
         stray = []
     checks.append(check("state only where the mode allows", not stray,

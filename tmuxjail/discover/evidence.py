@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..subpath import inside_any
 from . import trace as trace_mod
 
 SCHEMA = "tmuxjail.discovery.evidence/1"
@@ -137,24 +138,20 @@ class Evidence(_M):
         return cls.model_validate(data)
 
 
-def _under(path: str, roots) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots if r)
-
-
 def area(path: str, meta: dict) -> str:
     if path.startswith("?/") or not path.startswith("/"):
         return "unknown"
-    if _under(path, meta["workspaces"]):
+    if inside_any(path, meta["workspaces"]):
         return "workspace"
-    if _under(path, meta.get("own_dirs", ())):
+    if inside_any(path, meta.get("own_dirs", ())):
         return "tmuxjail"
-    if _under(path, meta.get("install_roots", ())) or path == meta["identity"]["path"]:
+    if inside_any(path, meta.get("install_roots", ())) or path == meta["identity"]["path"]:
         return "install"
-    if _under(path, [meta["home"]]):
+    if inside_any(path, [meta["home"]]):
         return "home"
-    if _under(path, SCRATCH):
+    if inside_any(path, SCRATCH):
         return "scratch"
-    if _under(path, SYSTEM):
+    if inside_any(path, SYSTEM):
         return "system"
     return "other"
 

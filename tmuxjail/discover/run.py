@@ -28,6 +28,7 @@ from ..context import server_of
 from ..errors import NotApproved, SandboxUnavailable, TmuxjailError, UsageError
 from ..paths import ensure_private_dir
 from ..policy import BASE_ENV, never_passed
+from ..subpath import inside
 from . import candidate as cand_mod
 from . import evidence as ev_mod
 from . import trace as trace_mod
@@ -412,7 +413,7 @@ def replay(ctx, did: str, timeout: float | None) -> dict:
 # -- rendering -----------------------------------------------------------------------------------
 
 def _tilde(path: str, home: str) -> str:
-    return "~" + path[len(home):] if path == home or path.startswith(home.rstrip("/") + "/") else path
+    return "~" + path[len(home):] if inside(path, home) else path
 
 
 def render(d: dict) -> str:
