@@ -22,6 +22,7 @@ import unicodedata
 
 from . import paths, stateaudit
 from .errors import FINDINGS, TmuxjailError
+from .registry import Mode
 from .render import fail
 from .scan import STAT_KINDS, scan
 from .store import Store
@@ -199,8 +200,8 @@ def hook_command(sid: str) -> str:
     return f'run-shell -b "{sh}"'
 
 
-def session_hooks(sid: str, mode: str) -> dict[str, str]:
-    return {} if mode == "compatibility" else {"pane-died": hook_command(sid)}
+def session_hooks(sid: str, mode: Mode) -> dict[str, str]:
+    return {} if mode == Mode.compatibility else {"pane-died": hook_command(sid)}
 
 
 def run_hidden(argv: list[str]) -> int:

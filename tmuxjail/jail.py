@@ -106,7 +106,7 @@ def session_options(sid: str, fp: str) -> dict[str, str]:
 
 
 def session_hooks(sid: str, pol: Policy) -> dict[str, str]:
-    return audit.session_hooks(sid, pol.mode.value)
+    return audit.session_hooks(sid, pol.mode)
 
 
 # -- the spec ----------------------------------------------------------------------------------

@@ -247,7 +247,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
             "HOME": facts.home, "USER": facts.user, "LOGNAME": facts.user,
             "SHELL": facts.login_shell, "PATH": STRICT_PATH, "TMPDIR": "/tmp",
         }
-    env_set.update(adapter.env(facts.home, mode.value, facts.uid))
+    env_set.update(adapter.env(facts.home, mode, facts.uid))
     if network == "proxy":
         env_set.update(adapter.proxy_env)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import NotApproved, UsageError
+from .registry import Mode
 from .subpath import inside
 
 FIELDS = ("allowed_modes", "capabilities", "workspaces", "env_names")
@@ -55,7 +56,7 @@ def from_file(path: str | None) -> dict[str, Any] | None:
     return {"source": os.path.abspath(path), "rules": load(path)}
 
 
-def apply(restriction: dict[str, Any], *, source: str, home: str, allowed_modes: tuple[str, ...], mode: str,
+def apply(restriction: dict[str, Any], *, source: str, home: str, allowed_modes: tuple[str, ...], mode: Mode,
           optional_caps: tuple[str, ...], requested_caps: tuple[str, ...], workspaces: tuple[str, ...],
           env_names: tuple[str, ...], realpath: Callable[[str], str] = os.path.realpath) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Check a request against a restriction. Returns (allowed modes, env names), both narrowed.

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..registry import Mode
 from ..subpath import inside_any
 from . import trace as trace_mod
 
@@ -103,7 +104,7 @@ class TraceInfo(_M):
 class Evidence(_M):
     schema_: str = SCHEMA
     id: str
-    mode: str
+    mode: Mode
     identity: Identity
     workspaces: list[str]
     home: str

@@ -28,6 +28,7 @@ from ..context import server_of
 from ..errors import NotApproved, SandboxUnavailable, TmuxjailError, UsageError
 from ..paths import ensure_private_dir
 from ..policy import BASE_ENV, never_passed
+from ..registry import Mode
 from ..subpath import inside
 from . import candidate as cand_mod
 from . import evidence as ev_mod
@@ -102,7 +103,7 @@ def start(ctx, provider: str, workspaces: tuple[str, ...], args: list[str], non_
         raise SandboxUnavailable(f"discovery traces the jail from outside with strace, and {STRACE} is missing",
                                  hint="sudo apt-get install -y strace   (then: tmuxjail doctor)")
     ws = plan.canonical_workspaces(workspaces, ctx.env.get("PWD") or os.getcwd())
-    mode = "verified" if replay_of else "isolated"
+    mode = Mode.verified if replay_of else Mode.isolated
     did, d = _new_id(ctx, provider, ws[0], replay_of)
     try:  # read by the launcher, which stops the run there (trace.CAP_FILE, tracecap.py)
         _write_new(d / trace_mod.CAP_FILE, str(config_mod.load(ctx.paths.config_file).trace_cap))

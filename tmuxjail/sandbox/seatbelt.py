@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..registry import Mode
 from ..subpath import inside
 from . import HostLayout
 
@@ -331,7 +332,7 @@ def profile(policy: dict[str, Any], host: HostLayout) -> tuple[str, dict[str, st
     """Pure: (SBPL text, parameters) for `policy` on a host laid out as `host`."""
     params = _Params()
     policy = canonical(policy, host)
-    if policy["mode"] == "compatibility":
+    if policy["mode"] == Mode.compatibility:
         lines = _compatibility(policy, host, params)
     else:
         lines = _strict(policy, host, params)
@@ -431,8 +432,8 @@ class _Excl:
 
 
 def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[str]:
-    mode = policy["mode"]
-    private = policy.get("private_home") if mode == "isolated" else None
+    mode = Mode(policy["mode"])  # the policy is JSON data
+    private = policy.get("private_home") if mode == Mode.isolated else None
     tmp = _norm(host.realpaths.get(host.session_tmp, host.session_tmp)) if host.session_tmp else None
     out = [f"; {mode}: deny by default (and the operations default does not cover); allow rules "
            "only, exceptions written with require-not",
@@ -459,11 +460,11 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
     # directory to a reachable name), nor of the writable root itself (the root is renamed away
     # and back the same way).
     keep = _Excl(params)
-    writable = [*policy["workspace_write"], *(policy["host_write"] if mode == "verified" else ()),
+    writable = [*policy["workspace_write"], *(policy["host_write"] if mode == Mode.verified else ()),
                 *([private] if private else []), *([tmp] if tmp else []), *TEMP_SUBPATHS]
     # (And in verified mode the CLI's command files in its state: docs/provider-state.md. Seatbelt
     # cannot lay a private copy over a file: its state_copies stay writable on macOS.)
-    guards = (*policy["protected"], *(policy.get("state_guards", ()) if mode == "verified" else ()))
+    guards = (*policy["protected"], *(policy.get("state_guards", ()) if mode == Mode.verified else ()))
     for prot in guards:
         keep.add("PROTECTED", prot, "dir")
     for root in writable:  # a root inside another (the session temp dir in $TMPDIR) stays put too
@@ -495,8 +496,8 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
 
     installs = [r for r in policy["install_roots"]
                 if not any(inside(r, s) for s in SYSTEM_READ_SUBPATHS)]
-    host_read = list(policy["host_read"]) if mode == "verified" else []
-    host_write = list(policy["host_write"]) if mode == "verified" else []
+    host_read = list(policy["host_read"]) if mode == Mode.verified else []
+    host_write = list(policy["host_write"]) if mode == Mode.verified else []
     granted = [*policy["workspace_write"], *policy["workspace_read"], *host_read, *host_write,
                *installs, *([private] if private else []), *([tmp] if tmp else [])]
     anc = list(dict.fromkeys(n for g in granted for s in spellings(g) for a in ancestors(s)
@@ -639,14 +640,14 @@ def env_overrides(policy: dict[str, Any], host: HostLayout | None = None) -> dic
     out: dict[str, str] = {}
     env = dict(policy.get("env_set", ()))
     private = policy.get("private_home")
-    if policy["mode"] == "isolated" and private:
+    if policy["mode"] == Mode.isolated and private:
         home = _norm(policy["home"])
         private = _norm(host.realpaths.get(private, private))
         for name, value in env.items():
             if value == home or (home != "/" and inside(value, home)):
                 out[name] = private + value[len(home):]
         out["HOME"] = private
-    if policy["mode"] != "compatibility":
+    if policy["mode"] != Mode.compatibility:
         if host.session_tmp:
             out["TMPDIR"] = _norm(host.realpaths.get(host.session_tmp, host.session_tmp))
         path = env.get("PATH")
