@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
+from tmuxjail.registry import Mode
+
 
 class Certification(NamedTuple):
     """How `tmuxjail certify` recognises and probes this CLI (data only: tmuxjail.certify runs it)."""
@@ -67,10 +69,10 @@ class Adapter(NamedTuple):
     state_empty: dict[str, str] = {}  # noqa: RUF012 - read only
     conversation: Conversation | None = None  # the id is learned after the start (else assigned, or none)
 
-    def own_sandbox_off(self, exe: list[str], mode: str, backend: str) -> list[str]:
+    def own_sandbox_off(self, exe: list[str], mode: Mode, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the
         Seatbelt backend adds them itself: backend_resume_argv, the seatbelt dry run)."""
-        if backend == "bwrap" and mode != "compatibility":
+        if backend == "bwrap" and mode != Mode.compatibility:
             return [*exe, *self.seatbelt_args]
         return list(exe)
 
@@ -111,16 +113,16 @@ class Adapter(NamedTuple):
         whose config lives outside its relocatable home; None for most."""
         return None
 
-    def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
+    def env(self, home: str, mode: Mode, uid: int) -> dict[str, str]:
         """Non-secret variables the adapter sets (values are fingerprinted). In isolated mode the
         CLI's state is pointed into the private home, which is mounted at HOME."""
-        if mode != "isolated":
+        if mode != Mode.isolated:
             return {}
         return {name: f"{home}/{rel}" for name, rel in self.home_env.items()}
 
 
     # -- tmuxjail certify -------------------------------------------------------------------------
-    def certify_tokens(self, mode: str) -> tuple[str, ...]:
+    def certify_tokens(self, mode: Mode) -> tuple[str, ...]:
         """Files (relative to HOME) the first run writes and later runs keep, in this mode."""
         return self.certify.token_files if self.certify else ()
 

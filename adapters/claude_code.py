@@ -4,6 +4,8 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from tmuxjail.registry import Mode
+
 from .base import Adapter, Certification, new_uuid
 
 _PKGS = {"x86_64": "claude-code-linux-x64", "aarch64": "claude-code-linux-arm64", "arm64": "claude-code-darwin-arm64"}
@@ -36,15 +38,15 @@ class ClaudeCode(Adapter):
         mangled = re.sub(r"[^a-zA-Z0-9]", "-", cwd)
         return None if len(mangled) > 200 else f".claude/projects/{mangled}/{native_id}.jsonl"
 
-    def env(self, home: str, mode: str, uid: int) -> dict[str, str]:
+    def env(self, home: str, mode: Mode, uid: int) -> dict[str, str]:
         env = super().env(home, mode, uid)
-        if mode == "isolated":
+        if mode == Mode.isolated:
             env["CLAUDE_CODE_TMPDIR"] = f"{home}/.claude/tmp"
-        if mode == "verified":
+        if mode == Mode.verified:
             # ~/.claude.json is rewritten by rename, which fails on a file bind (EBUSY) and is lost
             # in the tmpfs home when absent: keep it inside the approved ~/.claude directory.
             env["CLAUDE_CONFIG_DIR"] = f"{home}/.claude"
-        if mode != "compatibility" and uid == 0:
+        if mode != Mode.compatibility and uid == 0:
             # Claude refuses bypass-permissions as uid 0 unless told it is sandboxed; it is.
             env["IS_SANDBOX"] = "1"
         return env
@@ -59,10 +61,10 @@ class ClaudeCode(Adapter):
         of ~/.claude.json and ~/.claude/.claude.json drifting apart (issue 12.12)."""
         return f"{home}/.claude.json", f"{home}/.claude/.config.json"
 
-    def certify_tokens(self, mode: str) -> tuple[str, ...]:
-        if mode == "compatibility":
+    def certify_tokens(self, mode: Mode) -> tuple[str, ...]:
+        if mode == Mode.compatibility:
             return (".claude.json",)  # compatibility does not relocate: Claude's default place
-        if mode == "verified":
+        if mode == Mode.verified:
             # A verified start seeds ~/.claude/.config.json from ~/.claude.json, and Claude reads
             # (and rewrites) that one first: one config shared with plain `claude` (issue 12.12).
             return (".claude/.config.json",)

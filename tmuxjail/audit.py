@@ -22,9 +22,11 @@ import unicodedata
 
 from . import paths, stateaudit
 from .errors import FINDINGS, TmuxjailError
+from .registry import Mode
 from .render import fail
 from .scan import STAT_KINDS, scan
 from .store import Store
+from .subpath import below
 
 ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")  # \Z: no trailing newline
 TEXT_LIMIT = 200  # findings printed in text; JSON has them all
@@ -198,8 +200,8 @@ def hook_command(sid: str) -> str:
     return f'run-shell -b "{sh}"'
 
 
-def session_hooks(sid: str, mode: str) -> dict[str, str]:
-    return {} if mode == "compatibility" else {"pane-died": hook_command(sid)}
+def session_hooks(sid: str, mode: Mode) -> dict[str, str]:
+    return {} if mode == Mode.compatibility else {"pane-died": hook_command(sid)}
 
 
 def run_hidden(argv: list[str]) -> int:
@@ -252,7 +254,7 @@ def clean(s: str) -> str:
 
 def _rel(path: str, roots: list[str]) -> str:
     for r in roots:
-        if path.startswith(r.rstrip("/") + "/"):
+        if below(path, r):
             return path[len(r.rstrip("/")) + 1:] if len(roots) == 1 else path
     return path
 

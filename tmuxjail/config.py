@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from .errors import ConfigError, TmuxjailError
 from .net.check import check_name
 from .net.policy import ANY, allowlist, check_pattern, normalize
-from .registry import MODES, PROVIDERS
+from .registry import MODES, PROVIDERS, Mode
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
         "limits", "network", "discover"}
@@ -99,7 +99,7 @@ class Config(NamedTuple):
     """(A NamedTuple, not a dataclass: a start would import dataclasses, inspect and ast for it.
     parse() gives every instance its own tables; the defaults are shared and never changed.)"""
 
-    default_mode: str = "compatibility"
+    default_mode: Mode = Mode.compatibility
     allowed_modes: tuple[str, ...] = MODES
     allow_unguarded_compatibility: bool = False
     executables: dict[str, str] = {}  # noqa: RUF012 - read only
@@ -239,7 +239,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         allowed = [m for m in allowed if m in narrowed]  # can only narrow
         if not allowed:
             raise ConfigError("TMUXJAIL_ALLOWED_MODES leaves no allowed mode")
-    default = raw.get("default_mode", "compatibility")
+    default = raw.get("default_mode", Mode.compatibility)
     if default not in MODES:
         raise ConfigError(f"{source}: default_mode: must be one of {', '.join(MODES)}")
     listed = raw.get("allowed_modes", list(MODES))
@@ -276,7 +276,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         network=network,
         resolve=_resolve_table(raw.get("network", {}).get("resolve", {}), source),
         allow_domains=allow_domains,
-        default_mode=default,
+        default_mode=Mode(default),
         allowed_modes=tuple(m for m in MODES if m in allowed),
         allow_unguarded_compatibility=unguarded,
         executables=executables,

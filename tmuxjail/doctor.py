@@ -16,6 +16,7 @@ from .model import Limits
 from .net import bridge as netbridge
 from .pane import narrow
 from .profiles import executables
+from .registry import Mode
 from .sandbox import bwrap, landlock, pids, seccomp
 from .store import FIX, Store
 from .tmux import MIN_VERSION, Tmux, parse_version
@@ -345,7 +346,7 @@ def _proxy() -> tuple[bool, str, bool]:
         needed = "proxy" in config.load(paths.get().config_file).network.values()
     except Exception:  # noqa: BLE001 - the config check reports it
         needed = True
-    python = netbridge.python_for_jail({"mode": "isolated"}, sys.executable)
+    python = netbridge.python_for_jail({"mode": Mode.isolated}, sys.executable)
     if python is None:
         return False, "no Python 3 a strict jail can run (/usr/bin/python3) for the proxy's bridge", needed
     try:

@@ -20,6 +20,7 @@ from .budget import USER_COUNTS
 from .pane.command import is_launcher
 from .sandbox import HostLayout
 from .sandbox.bwrap import FIXED_PATHS, TOP_LINKS
+from .subpath import below, inside, inside_any
 
 ETC_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 # Walked for what others cannot read when tmuxjail runs as root (uid 0 in the jail owns it all).
@@ -313,9 +314,6 @@ def guards(workspaces) -> Guards:
     maybe = cat.maybe
     roots = [w.rstrip("/") or "/" for w in workspaces]
 
-    def inside(p: str) -> bool:
-        return any(p == w or p.startswith(w.rstrip("/") + "/") for w in roots)
-
     git: set[str] = set()
     trusted: set[str] = set()
     repos: list[tuple[str, str | None]] = []  # (gitdir, worktree top)
@@ -352,7 +350,7 @@ def guards(workspaces) -> Guards:
                 elif e.is_file(follow_symlinks=False) and (gitdir := _gitdir_of(e.path)):
                     target = os.path.join(d, gitdir)
                     for p in {os.path.normpath(target), os.path.realpath(target)}:
-                        if inside(p):
+                        if inside_any(p, roots):
                             git.add(p)
                             repos.append((p, d))
                 continue
@@ -361,7 +359,7 @@ def guards(workspaces) -> Guards:
                 # deeper than HEAVY_DEPTH) is still recursed into by the host's git status.
                 for rel in _submodule_paths(e.path):
                     sub = os.path.normpath(os.path.join(d, rel, ".git"))
-                    if sub.startswith(d.rstrip("/") + "/") and os.path.lexists(sub):
+                    if below(sub, d) and os.path.lexists(sub):
                         git.add(sub)
             is_dir = e.is_dir(follow_symlinks=False)
             if hd < 0 and maybe(name) and not e.is_symlink():  # below a heavy name: audited only
@@ -380,7 +378,7 @@ def guards(workspaces) -> Guards:
                 todo.append((e.path, depth + 1, sub_hd))
     for gitdir, top in repos:
         for p in _config_targets(gitdir, top):
-            if inside(p) and os.path.lexists(p) and not any(p == g or p.startswith(g + "/") for g in git):
+            if inside_any(p, roots) and os.path.lexists(p) and not inside_any(p, git):
                 git.add(p)
     return Guards(tuple(sorted(git)), tuple(sorted(trusted - git)), capped)
 
@@ -420,7 +418,7 @@ def agent_socket(path: str | None, uid: int, avoid=()) -> str | None:
     else can write, and nothing of tmux's (a socket there would reach the tmux server)."""
     if not path or not os.path.isabs(path) or os.path.normpath(path) != path:
         return None
-    if any(path == a or path.startswith(a.rstrip("/") + "/") for a in avoid):
+    if inside_any(path, avoid):
         return None
     prefix = ""
     for part in path.strip("/").split("/"):
@@ -499,7 +497,7 @@ def _outside(pkg: str, dirs: list[str]) -> list[str]:
     """An editable install keeps adapters/ and profiles/ outside the package: the profiles and
     adapter code every start resolves its policy from. Inside it, the package's own bind covers them."""
     root = os.path.realpath(pkg)
-    return [d for d in dirs if not (os.path.realpath(d) + os.sep).startswith(root + os.sep)]
+    return [d for d in dirs if not inside(os.path.realpath(d), root)]
 
 
 def _writable(path: str) -> bool:

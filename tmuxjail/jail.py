@@ -25,6 +25,7 @@ from .pane import command as pane_command
 from .policyview import PolicyView, as_data, never_passed
 from .registry import Mode
 from .sandbox import HostLayout, bwrap, landlock
+from .subpath import below, inside, inside_any
 
 if TYPE_CHECKING:
     from .model import Policy as Model
@@ -102,7 +103,7 @@ def session_options(sid: str, fp: str) -> dict[str, str]:
 
 
 def session_hooks(sid: str, pol: Policy) -> dict[str, str]:
-    return audit.session_hooks(sid, pol.mode.value)
+    return audit.session_hooks(sid, pol.mode)
 
 
 # -- the spec ----------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ def prepare_dirs(ctx: Context, pol: Policy, adapter) -> None:
         # Never through a link: the agent writes in there (make_dirs_beneath).
         for rel in adapter.home_dirs:
             p = os.path.join(pol.home, rel)
-            roots = [w for w in pol.host_write if p == w or p.startswith(w.rstrip("/") + "/")]
+            roots = [w for w in pol.host_write if inside(p, w)]
             if roots:
                 paths_mod.make_dirs_beneath(os.path.dirname(min(roots, key=len)), p)
         shared = adapter.shared_config(pol.home)
@@ -243,7 +244,7 @@ def _ensure_beneath(roots, path: str, body: bytes | None, read: bool = False) ->
     """path, below the bound root that holds it, exists as a directory (body None) or a regular
     file (made with body when absent); with read, the file's content. A path that is a root itself
     (a file the profile binds, ~/.claude.json) is left as it is."""
-    under = [r for r in roots if path.startswith(r.rstrip("/") + "/")]
+    under = [r for r in roots if below(path, r)]
     if not under:
         return None
     root = min(under, key=len)
@@ -282,7 +283,7 @@ def seed_shared_config(host_file: str, shared: str, host_write) -> None:
     (an existing file or link is left alone), and the host's file is read only if it is a
     regular file of ours."""
     parent = os.path.dirname(shared)
-    if not any(parent == w or parent.startswith(w.rstrip("/") + "/") for w in host_write):
+    if not inside_any(parent, host_write):
         return  # not an approved path: the jail would not see it
     try:
         dfd = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

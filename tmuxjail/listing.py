@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 
+from .subpath import inside
+
 COLUMNS = ("NAME", "PROVIDER", "MODE", "STATUS", "AGENT", "KIND", "PANE", "FINGERPRINT", "WORKSPACE")
 COLORS = {"running": "32", "exited": "33", "killed": "31", "gone": "2", "stopped": "2", "failed": "31",
           "mismatch": "1;31", "unjailed": "1;7;31", "working": "36", "waiting": "1;33"}
@@ -61,7 +63,7 @@ def _cells(d: dict, short_fp: bool, home: str, servers: bool = False) -> list[st
     fp = d["fingerprint"]
     fp_text = "-" if not fp else (fp[7:15] + "…") if short_fp else (fp[:19] + "…")
     ws = d["workspace"] or "-"
-    if home and home != "/" and (ws == home or ws.startswith(home.rstrip("/") + "/")):
+    if home != "/" and inside(ws, home):
         ws = "~" + ws[len(home.rstrip("/")):]
     return [d["name"], d["provider"], d["mode"] or "-", _status_text(d), d["agent"] or "-",
             d["kind"], d["tmux_pane"] or "-", fp_text, *([d.get("server") or "-"] if servers else []), ws]

@@ -13,6 +13,7 @@ from pathlib import Path
 from platformdirs import PlatformDirs
 
 from .errors import SandboxUnavailable
+from .subpath import inside
 
 APP = "tmuxjail"
 
@@ -85,7 +86,7 @@ def dir_beneath(root: str, path: str, mode: int = 0o700) -> int:
     left must not make tmuxjail create ~/.ssh/agent on the host. Refuses (exit 5) on a link or a
     non-directory."""
     rel = [c for c in path[len(root.rstrip("/")):].split("/") if c]
-    if not (path == root or path.startswith(root.rstrip("/") + "/")) or any(c in (".", "..") for c in rel):
+    if not inside(path, root) or any(c in (".", "..") for c in rel):
         raise SandboxUnavailable(f"{path} is not a canonical path below {root}; refusing to create it")
     flags = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
     where = root

@@ -97,7 +97,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
         base = policy.resolve(req, profile, adapter, facts)  # refuses what the config refuses
         modes, names = restrict.apply(
             restriction["rules"], source=restriction["source"], home=home, allowed_modes=cfg.allowed_modes,
-            mode=mode.value, optional_caps=profile.optional, requested_caps=tuple(capabilities),
+            mode=mode, optional_caps=profile.optional, requested_caps=tuple(capabilities),
             workspaces=workspaces, env_names=base.env_names)
         facts = replace(facts, allowed_modes=modes)
         pol = policy.resolve(req, profile, adapter, facts).model_copy(update={"env_names": tuple(names)})

@@ -16,6 +16,7 @@ from .model import Limits, Mode, Network, Policy, Profile
 from .net import policy as netpolicy
 from .policyview import GIT_WRITE as GIT_WRITE  # defined where the warm start reads them
 from .policyview import never_passed as never_passed
+from .subpath import below, inside
 
 if TYPE_CHECKING:
     from .adapters.base import Adapter
@@ -111,10 +112,6 @@ def _network(req: Request, facts: Facts) -> Network:
     return cast("Network", want)  # one of NETWORKS: checked above
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 # Never a strict workspace (they are bound read-only or made by the jail itself); a menu item or a
 # jail's cwd must not turn one of them into a writable bind.
 SYSTEM_ROOTS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc",
@@ -126,7 +123,7 @@ def _check_install_roots(roots: Iterable[str], facts: Facts) -> None:
     tmuxjail's own state would hand the jail your files (a stray ~/package.json made the
     whole home a CLI's package root)."""
     for root in roots:
-        if root == "/" or _inside(facts.home, root) or any(_inside(own, root) for own in facts.own_dirs):
+        if root == "/" or inside(facts.home, root) or any(inside(own, root) for own in facts.own_dirs):
             raise UsageError(
                 f"the CLI's install root {root} would contain your home or tmuxjail's own files; refusing",
                 hint="install the CLI in its own directory (e.g. npm's global prefix), or remove the "
@@ -139,12 +136,12 @@ def _check_workspace(ws: str, facts: Facts, strict: bool) -> None:
         raise UsageError(f"workspace {ws!r} is not a canonical absolute path")
     if ws == "/":
         raise UsageError("the workspace cannot be / (that would make the whole host writable)")
-    if strict and any(_inside(ws, d) for d in SYSTEM_ROOTS):
+    if strict and any(inside(ws, d) for d in SYSTEM_ROOTS):
         raise UsageError(
             f"workspace {ws} is a system directory; a strict mode would make it writable",
             hint="pick a project directory inside your home instead",
         )
-    if strict and _inside(facts.home, ws):
+    if strict and inside(facts.home, ws):
         raise UsageError(
             f"workspace {ws} contains your home {facts.home}; a strict mode would expose it",
             hint="pick a project directory inside your home (e.g. --workspace ~/src/app), "
@@ -154,16 +151,16 @@ def _check_workspace(ws: str, facts: Facts, strict: bool) -> None:
         # Compatibility may run from a directory that contains tmuxjail's own (e.g. `cd ~`): the
         # host is visible there anyway, and the policy hides the state and keeps the config
         # read-only inside the jail all the same. Strict modes would bind them writable.
-        if _inside(ws, own) or (strict and _inside(own, ws)):
+        if inside(ws, own) or (strict and inside(own, ws)):
             raise UsageError(f"workspace {ws} overlaps tmuxjail's own directory {own}",
                              hint="pick a directory that neither is inside nor contains it"
-                                  + (", or use --mode compatibility" if strict and not _inside(ws, own) else ""))
+                                  + (", or use --mode compatibility" if strict and not inside(ws, own) else ""))
 
 
 def _config_shares_a_dir(facts: Facts) -> bool:
     cfg = facts.config_dir
     others = [d for d in facts.own_dirs if d != cfg]
-    return facts.own_dirs.count(cfg) > 1 or any(_inside(d, cfg) or _inside(cfg, d) for d in others)
+    return facts.own_dirs.count(cfg) > 1 or any(inside(d, cfg) or inside(cfg, d) for d in others)
 
 
 def _expand(path: str, home: str) -> str:
@@ -179,12 +176,12 @@ def _host_paths(caps: Iterable[str], profile: Profile, facts: Facts) -> tuple[tu
             real = facts.realpaths.get(lexical, lexical)
             # A symlink that leads out of the place the profile named is refused, not followed.
             limit = facts.home if grant.path.startswith("~/") else lexical
-            if real != lexical and not (_inside(real, limit) and real != limit):
+            if real != lexical and not (inside(real, limit) and real != limit):
                 raise UsageError(
                     f"capability {cid}: {lexical} resolves to {real}, outside {limit}; refusing to bind it"
                 )
             for own in facts.own_dirs:
-                if _inside(real, own) or _inside(own, real):
+                if inside(real, own) or inside(own, real):
                     raise UsageError(f"capability {cid}: {real} overlaps tmuxjail's own directory {own}")
             (write if grant.access == "rw" else read).append(real)
     return tuple(sorted(set(read) - set(write))), tuple(sorted(set(write)))
@@ -233,7 +230,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     protected: list[str] = []
     if mode.strict and GIT_WRITE not in caps:
         protected += sorted({p for p in (*facts.git_paths, *facts.trust_paths)
-                             if any(_inside(p, ws) for ws in req.workspaces)})
+                             if any(inside(p, ws) for ws in req.workspaces)})
     shared = _config_shares_a_dir(facts)
     if not mode.strict and not shared:
         protected.append(facts.config_dir)
@@ -251,7 +248,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
             "HOME": facts.home, "USER": facts.user, "LOGNAME": facts.user,
             "SHELL": facts.login_shell, "PATH": STRICT_PATH, "TMPDIR": "/tmp",
         }
-    env_set.update(adapter.env(facts.home, mode.value, facts.uid))
+    env_set.update(adapter.env(facts.home, mode, facts.uid))
     if network == "proxy":
         env_set.update(adapter.proxy_env)
 
@@ -303,7 +300,7 @@ def state_files(adapter: Adapter, caps: Iterable[str], profile: Profile, facts: 
             lexical = facts.home + "/" + rel.rstrip("/")
             for grant in grants:
                 real = facts.realpaths.get(grant, grant)
-                if not _inside(lexical, grant) or real not in host_write:
+                if not inside(lexical, grant) or real not in host_write:
                     continue
                 path = real + lexical[len(grant):]
                 if kind == "copy":
@@ -344,7 +341,7 @@ def workspace_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
     def rel(path: str) -> str:
         for r in roots:
-            if path.startswith(r.rstrip("/") + "/"):
+            if below(path, r):
                 return path[len(r.rstrip("/")) + 1:]
         return path
 

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import NotApproved, UsageError
+from .registry import Mode
+from .subpath import inside
 
 FIELDS = ("allowed_modes", "capabilities", "workspaces", "env_names")
 
@@ -54,11 +56,7 @@ def from_file(path: str | None) -> dict[str, Any] | None:
     return {"source": os.path.abspath(path), "rules": load(path)}
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def apply(restriction: dict[str, Any], *, source: str, home: str, allowed_modes: tuple[str, ...], mode: str,
+def apply(restriction: dict[str, Any], *, source: str, home: str, allowed_modes: tuple[str, ...], mode: Mode,
           optional_caps: tuple[str, ...], requested_caps: tuple[str, ...], workspaces: tuple[str, ...],
           env_names: tuple[str, ...], realpath: Callable[[str], str] = os.path.realpath) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Check a request against a restriction. Returns (allowed modes, env names), both narrowed.
@@ -84,7 +82,7 @@ def apply(restriction: dict[str, Any], *, source: str, home: str, allowed_modes:
         if any(not os.path.isabs(r) for r in roots):
             raise UsageError(f"{source}: workspaces: paths must be absolute or start with ~/")
         for ws in workspaces:
-            if not any(_inside(ws, r) for r in roots):
+            if not any(inside(ws, r) for r in roots):
                 raise NotApproved(f"workspace {ws} is outside the workspaces allowed by {source}")
     names = tuple(env_names)
     if "env_names" in restriction:

@@ -23,6 +23,7 @@ import stat
 import time
 
 from . import gitconfig, trust
+from .subpath import below, inside_any
 
 MAX_LISTED = 2_000_000  # names listed in one walk: past it the walk stops (listing costs time)
 MAX_ENTRIES = 200_000  # files lstat'ed for setuid/setgid/hard links
@@ -85,7 +86,7 @@ class Scan:
                               "sig": _id(ident, material), **text, **extra})
 
     def inside(self, real: str) -> bool:
-        return any(real == r or real.startswith(r.rstrip("/") + "/") for r in self.roots)
+        return inside_any(real, self.roots)
 
     def cap(self, reason: str) -> None:
         if reason not in self.capped:
@@ -258,7 +259,7 @@ class Scan:
             entries, bad = gitconfig.parse(text)
             top = os.path.dirname(path) if not bare else None
             for key, target in gitconfig.targets(entries, path, top):
-                if self.inside(target) and not target.startswith(path + "/"):
+                if self.inside(target) and not below(target, path):
                     self._target(key, target, cpath)
             for key, value in entries:
                 if gitconfig.runs(key, value):
@@ -281,7 +282,7 @@ class Scan:
         k = key.lower()
         entry = self.cat.by_id["git-hooks-path" if k == "core.hookspath" else
                                "git-include" if k.endswith(".path") and k.startswith("include") else "git-command-path"]
-        fd = _open_beneath([r for r in self.roots if target.startswith(r.rstrip("/") + "/")], target)
+        fd = _open_beneath([r for r in self.roots if below(target, r)], target)
         if fd is None:  # not there (or behind a link): reported when it appears
             return
         try:

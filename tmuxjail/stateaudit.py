@@ -14,6 +14,7 @@ from .adapters import get as get_adapter
 from .canon import sha256
 from .errors import SandboxUnavailable
 from .paths import dir_beneath
+from .subpath import below
 
 KIND = "provider-state"
 MAX_BYTES = 64 * 1024 * 1024
@@ -22,7 +23,7 @@ MAX_BYTES = 64 * 1024 * 1024
 def digest(path: str, roots) -> str | None:
     """sha256 of path (None: absent), opened beneath the bound root that holds it without following
     a link: the jail could have replaced anything below that root. A link or a non-file is "link"."""
-    under = [r for r in roots if path.startswith(r.rstrip("/") + "/")]
+    under = [r for r in roots if below(path, r)]
     if not under:
         return None
     try:

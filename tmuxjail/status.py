@@ -27,6 +27,7 @@ from .errors import TmuxjailError
 from .net.listen import session_dir
 from .net.record import totals
 from .pane.command import kind
+from .subpath import inside
 from .tmux import default_socket
 
 # -- recognising our panes (pure, cheap: `list` runs this for every pane; kind: pane/command.py) ----
@@ -104,7 +105,7 @@ def rows(ctx, include_stopped: bool = False, check=None, activity: bool = True,
 
 def under(workspace: str | None, top: str) -> bool:
     """workspace is top or a directory under it (both canonical paths)."""
-    return bool(workspace) and (workspace == top or str(workspace).startswith(top.rstrip("/") + "/"))
+    return bool(workspace) and inside(str(workspace), top)
 
 
 def server_label(socket: str | None, env) -> str:

@@ -44,6 +44,7 @@ from .policycache import PolicyCache
 from .policyview import PolicyView, as_data
 from .registry import Mode
 from .request import StartOptions, check_env_name, mode_of, sandbox
+from .subpath import below
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -114,7 +115,7 @@ def installed() -> list[Any]:
     """tmuxjail's own files (code, adapters, profiles, catalogue) by stat identity, wherever each
     package lives (an editable install keeps adapters/ and profiles/ outside tmuxjail/)."""
     roots = sorted({os.path.dirname(str(import_module(m).__file__)) for m in PACKAGES})
-    roots = [r for r in roots if not any(r.startswith(o + os.sep) for o in roots)]
+    roots = [r for r in roots if not any(below(r, o) for o in roots)]
     out: list[Any] = []
     for root in roots:
         todo = [root]

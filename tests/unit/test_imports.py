@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The layers, bottom up: (name, the modules in it (a name ending in "." is a package and all it
 # holds), why it sits there). A module may import its own layer or any below it, never one above.
 LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
-    ("base", ("tmuxjail", "tmuxjail.errors", "tmuxjail.canon", "tmuxjail.render", "tmuxjail.registry"),
+    ("base", ("tmuxjail", "tmuxjail.errors", "tmuxjail.canon", "tmuxjail.render", "tmuxjail.registry",
+              "tmuxjail.subpath"),
      "stdlib-only leaves every layer prints, fingerprints and names modes through, the launcher included"),
     ("sandbox builders", ("tmuxjail.sandbox.",),
      "pure argv/profile builders (and libc for the launcher): the start and the launcher build the same argv"),
@@ -64,6 +65,7 @@ WING_MAY_IMPORT = {
     "tmuxjail.errors": "the exit codes, the in-jail marker and the error types (stdlib only)",
     "tmuxjail.canon": "the fingerprint and canonical JSON the start computed, recomputed alike (stdlib only)",
     "tmuxjail.render": "a refusal as one line, as every command prints it (stdlib only)",
+    "tmuxjail.subpath": "is a path inside a root: the one containment predicate (imports nothing)",
     "tmuxjail.sandbox": "the host layout: the launcher rebuilds bwrap's argv with the start's builders",
     "tmuxjail.sandbox.bwrap": "the same argv builder as the start's (and where the sealing starts, for the bridge)",
     "tmuxjail.sandbox.seccomp": "the seccomp program the launcher hands bwrap",

@@ -34,6 +34,7 @@ from tmuxjail.sandbox import (
     seatbelt,
 )
 from tmuxjail.sandbox.seatbelt import SANDBOX_EXEC, Seatbelt, env_overrides, profile, spellings
+from tmuxjail.subpath import inside
 
 GOLDEN = Path(__file__).parent / "golden"
 HOME = "/Users/alice"
@@ -835,7 +836,7 @@ def fixture_root(home: str, tmpdir: str, token: str) -> str:
     itself inside a temp dir the strict profiles open."""
     home = os.path.realpath(home)
     for t in (*TEMP_ROOTS, os.path.realpath(tmpdir) if tmpdir else None):
-        if t and seatbelt._under(home, t):
+        if t and inside(home, t):
             raise ValueError(f"{home} is inside {t}, which strict profiles open; run with a real HOME")
     return f"{home}/.tmuxjail-mac-tests/{token}"
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..registry import Mode
 from .snapshot import Entry, digest
 
 Check = dict[str, Any]  # {"check": name, "ok": bool, "observed": what was seen}
@@ -20,7 +21,7 @@ def check(name: str, ok: object, observed: object) -> Check:
 class Trial:
     """One mode's certification: what a step found that a later step needs."""
 
-    mode: str
+    mode: Mode
     name: str  # the session's name
     stopped: bool = False  # a step could not go on: the rest are skipped
     info: dict[str, Any] = field(default_factory=dict)  # `start --json` of the first run
@@ -36,7 +37,7 @@ class Trial:
 
     @property
     def strict(self) -> bool:
-        return self.mode != "compatibility"
+        return self.mode.strict
 
 
 def excerpt(text: str, lines: int = 14) -> list[str]:

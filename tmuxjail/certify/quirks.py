@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..registry import Mode
 from .checks import Check, Trial, check, excerpt
 from .scratch import Run
 
@@ -102,10 +103,10 @@ def claude_relocation_and_bypass(run: Run, t: Trial) -> list[Check]:
     r, checks = t.report, []
     if r:
         checks.append(check(
-            "claude: CLAUDE_CONFIG_DIR and CLAUDE_CODE_TMPDIR in the private home" if t.mode == "isolated"
+            "claude: CLAUDE_CONFIG_DIR and CLAUDE_CODE_TMPDIR in the private home" if t.mode == Mode.isolated
             else "claude: relocation variables",
             (r.get("env-CLAUDE_CONFIG_DIR") == f"{run.home}/.claude"
-             and r.get("env-CLAUDE_CODE_TMPDIR") == f"{run.home}/.claude/tmp") if t.mode == "isolated" else True,
+             and r.get("env-CLAUDE_CODE_TMPDIR") == f"{run.home}/.claude/tmp") if t.mode == Mode.isolated else True,
             {k: r.get(f"env-{k}") for k in ("CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR")}))
         if os.getuid() == 0:
             checks.append(check("claude: IS_SANDBOX=1 as root in strict modes",

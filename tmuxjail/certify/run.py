@@ -16,7 +16,7 @@ from .. import config as config_mod
 from .. import paths as paths_mod
 from ..adapters import get as get_adapter
 from ..errors import TmuxjailError, UsageError
-from ..registry import MODES, PROVIDERS
+from ..registry import MODES, PROVIDERS, Mode
 from ..store import Store
 from .report import suggest
 from .scratch import Run, other_instances
@@ -49,7 +49,7 @@ def driven(provider: str, standin: bool, env: dict[str, str] | None) -> tuple[Ad
     return adapter, adapter.certify
 
 
-def certify_modes(run: Run, modes: tuple[str, ...], real_paths: Paths) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def certify_modes(run: Run, modes: tuple[Mode, ...], real_paths: Paths) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(what was found and how it is identified, one result per mode). Raises TmuxjailError when
     the CLI cannot be found at all."""
     profile = profiles.load(run.provider)
@@ -84,7 +84,7 @@ def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, ou
                 env: dict[str, str] | None = None) -> dict[str, Any]:
     adapter, hooks = driven(provider, standin, env)
     real_env = dict(os.environ if env is None else env)
-    modes = tuple(dict.fromkeys(modes or MODES))
+    trials = tuple(dict.fromkeys(Mode(m) for m in modes or MODES))  # argparse checked each name
     profile = profiles.load(provider)
     real_paths = paths_mod.get()
     started = _now()
@@ -94,7 +94,7 @@ def run_certify(provider: str, modes: tuple[str, ...], standin: bool = False, ou
     results: list[dict[str, Any]] = []
     error = None
     try:
-        executable, results = certify_modes(run, modes, real_paths)
+        executable, results = certify_modes(run, trials, real_paths)
     except TmuxjailError as exc:
         error = exc.message
     finally:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TmuxjailError, UsageError
+from ..registry import Mode
+from ..subpath import inside
 from ..tmux import Tmux, default_socket
 
 if TYPE_CHECKING:
@@ -80,7 +82,7 @@ class Run:
         # A scratch dir chosen under the temp dir (the tests' TMUXJAIL_CERTIFY_SCRATCH) gets a temp
         # dir of its own beside the home, as a real account's home is not inside its temp dir.
         tmp = Path(real_env.get("TMPDIR") or "/tmp").resolve()
-        self.tmpdir = self.root / "tmp" if self.root.resolve().is_relative_to(tmp) else None
+        self.tmpdir = self.root / "tmp" if inside(str(self.root.resolve()), str(tmp)) else None
         for d in (self.home, self.ws, self.outside, self.ws / ".certify", *filter(None, [self.tmpdir])):
             d.mkdir(parents=True, exist_ok=True)
         for own in OWN_DIRS:
@@ -101,7 +103,7 @@ class Run:
         self.probe.write_text(self._probe_text())
 
     def _probe_text(self) -> str:
-        tokens = dict.fromkeys(t for m in ("isolated", "verified", "compatibility") for t in self.adapter.certify_tokens(m))
+        tokens = dict.fromkeys(t for m in (Mode.isolated, Mode.verified, Mode.compatibility) for t in self.adapter.certify_tokens(m))
         install = self.home / ".local/share/cursor-agent/versions" / CURSOR_STANDIN_VERSION
         fill = {"OUTSIDE": str(self.outside / "escape"), "STATE": self.hooks.state_dir, "TOKENS": " ".join(tokens),
                 "SOCK": self.sock, "SOCKPATH": self.tmux_sock_path, "HOSTSOCK": self.listeners[0].address,
@@ -146,16 +148,16 @@ class Run:
             return {"error": proc.stderr.strip()}
         return answer if isinstance(answer, dict) else {"error": proc.stderr.strip(), "output": answer}
 
-    def start(self, mode: str, name: str, *args: str, provider: str | None = None, check: bool = True,
+    def start(self, mode: Mode, name: str, *args: str, provider: str | None = None, check: bool = True,
               extra_env: dict[str, str] | None = None) -> dict[str, Any]:
         """`tmuxjail start` of this run's CLI (or `provider`) in the scratch workspace, detached."""
         return self.tj_json("start", provider or self.provider, "--mode", mode, "--workspace", str(self.ws),
                             "--name", name, "--detach", "--json",
-                            *(("--network", "proxy") if mode != "compatibility" else ()),  # strict: via the proxy
+                            *(("--network", "proxy") if mode.strict else ()),  # strict: via the proxy
                             *(("--", *args) if args else ()),
                             check=check, extra_env=extra_env)
 
-    def start_child(self, mode: str, name: str, args: list[str], out: Path, extra_env: dict[str, str]) -> str:
+    def start_child(self, mode: Mode, name: str, args: list[str], out: Path, extra_env: dict[str, str]) -> str:
         """A session whose CLI runs the probe as its child; its screen once the probe wrote `out`."""
         self.last_child = self.start(mode, name, *args, check=False, extra_env=extra_env)
         pane = self.last_child.get("tmux_pane")
@@ -164,7 +166,7 @@ class Run:
         wait_file(out, PROBE_TIMEOUT, lambda: self.pane_dead(pane))
         return self.screen(pane)
 
-    def probe_out(self, mode: str) -> Path:
+    def probe_out(self, mode: Mode) -> Path:
         return self.ws / ".certify" / f"probe-{mode}.txt"
 
     def tmux(self, *args: str) -> str:

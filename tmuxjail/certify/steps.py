@@ -14,6 +14,8 @@ from typing import Any
 from ..net.policy import covers
 from ..net.proxy import LOG_NAME, session_dir
 from ..pane.command import is_launcher
+from ..registry import Mode
+from ..subpath import inside_any
 from . import quirks
 from .checks import Check, Trial, check, excerpt, hashes, parse_report
 from .scratch import OWN_DIRS, PROBE_TIMEOUT, Run, wait_file
@@ -25,7 +27,7 @@ def own(run: Run) -> tuple[str, ...]:
 
 
 def approve(run: Run, t: Trial) -> list[Check]:
-    if t.mode != "verified":
+    if t.mode != Mode.verified:
         return []
     appr = run.tj_json("approve", run.provider, "--yes", "--json")
     return [check("approval created in the scratch store", appr.get("id"),
@@ -63,7 +65,7 @@ def network(run: Run, t: Trial) -> list[Check]:
     """Strict modes go out through the session's proxy: what the CLI asked it for at start (host,
     port, decision, rule; offline the attempt is the evidence), and nothing outside the allow list
     went through."""
-    if t.mode == "compatibility":
+    if t.mode == Mode.compatibility:
         return []
     t.destinations = destinations(run, t.info)
     allow = (run.tj_json("show", t.name, "--json").get("policy") or {}).get("allow_domains", [])
@@ -160,21 +162,21 @@ def report_checks(run: Run, t: Trial, r: dict[str, Any], hits_before: list[int])
 
 def state(run: Run, t: Trial) -> list[Check]:
     """Where the state landed: written, only where the mode allows, and seen from inside."""
-    t.state_base = base = Path(t.info["private_home"]) if t.mode == "isolated" else run.home
+    t.state_base = base = Path(t.info["private_home"]) if t.mode == Mode.isolated else run.home
     state_dir = base / run.hooks.state_dir
     t.tokens = hashes(base, run.adapter.certify_tokens(t.mode))
     files = sorted(str(p.relative_to(base)) for p in state_dir.rglob("*") if p.is_file())[:40] \
         if state_dir.exists() else []
     checks = [check("state written", all(t.tokens.values()), {"where": str(state_dir), "files": files})]
     moved = changed(t.home_before, snapshot(run.home, exclude=own(run)))
-    if t.mode == "isolated":
+    if t.mode == Mode.isolated:
         stray = moved
-    elif t.mode == "verified":
+    elif t.mode == Mode.verified:
         pol = run.tj_json("show", t.name, "--json").get("policy") or {}
         allowed = [os.path.relpath(p, run.home) for p in pol.get("host_write", ())]
         # the parent of an approved path changes when tmuxjail creates that path before the launch
         parents = {os.path.dirname(a) or "." for a in allowed}
-        stray = [p for p in moved if p not in parents and not any(p == a or p.startswith(a + "/") for a in allowed)]
+        stray = [p for p in moved if p not in parents and not inside_any(p, allowed)]
     else:
         stray = []
     checks.append(check("state only where the mode allows", not stray,
@@ -235,7 +237,7 @@ STEPS: tuple[Callable[[Run, Trial], list[Check]], ...] = (
     approve, start, first_screen, network, child, state, second_run, resume)
 
 
-def certify_mode(run: Run, mode: str) -> dict[str, Any]:
+def certify_mode(run: Run, mode: Mode) -> dict[str, Any]:
     t = Trial(mode=mode, name=f"cert-{mode[:4]}")
     checks: list[Check] = []
     for step in STEPS:

@@ -79,7 +79,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     adapter = get_adapter(row.provider)
     r = row.request_data
     native_id = conversation.learn(ctx, row, adapter.conversation, jailed[0] if jailed else None)
-    exe = adapter.own_sandbox_off(cli_argv_from_policy(pol), pol.mode.value, pol.backend)
+    exe = adapter.own_sandbox_off(cli_argv_from_policy(pol), pol.mode, pol.backend)
     ws = r["workspaces"][0]
     rel = adapter.conversation_file(ws, native_id) if native_id else None
     began = not (rel and conversation.never_began(row.private_home or pol.home, rel))
@@ -152,7 +152,7 @@ def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
         cfg = config.load(ctx.paths.config_file, env_network_applies=False)
         caps = tuple(old.get("capabilities", ()))
         domains = netpolicy.declared(plan.profile_for(ctx, row.provider, row.request_data.get("candidate")), caps) \
-            if row.mode == "verified" else ()
+            if row.mode == Mode.verified else ()
         steps = config.restore_network(row.mode, old, row.request_data or {}, cfg, str(ctx.paths.config_file), domains)
     except (TmuxjailError, KeyError):
         steps = None

@@ -81,7 +81,7 @@ def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> di
                      gate=False, network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
-    exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode.value, pol.backend)
+    exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode, pol.backend)
     launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0]))
     data = as_data(pol)
     spec = ctx.paths.spool / "<session-id>-<token>.json"
@@ -121,7 +121,7 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
     p = warm.resolve(ctx, opts, workspaces)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
-    exe = adapter.own_sandbox_off(p.argv, pol.mode.value, pol.backend)
+    exe = adapter.own_sandbox_off(p.argv, pol.mode, pol.backend)
     cli_argv = adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0])
     launch = jail.build(ctx, pol, cli_argv)
     if opts.backend == "seatbelt":

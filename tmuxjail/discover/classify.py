@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..subpath import inside
 from .evidence import Evidence, PathUse
 
 FOLDED = ("system", "scratch", "install")
@@ -31,8 +32,7 @@ class Classification:
 
 def grant_matches(path: str, grant_path: str, kind: str, home: str) -> bool:
     g = home.rstrip("/") + grant_path[1:] if grant_path.startswith("~/") else grant_path
-    g = g.rstrip("/")
-    return path == g or (kind == "dir" and path.startswith(g + "/"))
+    return inside(path, g) if kind == "dir" else path == g.rstrip("/")
 
 
 def match(path: str, caps, home: str) -> str | None:

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..registry import Mode
+from ..subpath import inside_any
 from . import trace as trace_mod
 
 SCHEMA = "tmuxjail.discovery.evidence/1"
@@ -102,7 +104,7 @@ class TraceInfo(_M):
 class Evidence(_M):
     schema_: str = SCHEMA
     id: str
-    mode: str
+    mode: Mode
     identity: Identity
     workspaces: list[str]
     home: str
@@ -137,24 +139,20 @@ class Evidence(_M):
         return cls.model_validate(data)
 
 
-def _under(path: str, roots) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots if r)
-
-
 def area(path: str, meta: dict) -> str:
     if path.startswith("?/") or not path.startswith("/"):
         return "unknown"
-    if _under(path, meta["workspaces"]):
+    if inside_any(path, meta["workspaces"]):
         return "workspace"
-    if _under(path, meta.get("own_dirs", ())):
+    if inside_any(path, meta.get("own_dirs", ())):
         return "tmuxjail"
-    if _under(path, meta.get("install_roots", ())) or path == meta["identity"]["path"]:
+    if inside_any(path, meta.get("install_roots", ())) or path == meta["identity"]["path"]:
         return "install"
-    if _under(path, [meta["home"]]):
+    if inside_any(path, [meta["home"]]):
         return "home"
-    if _under(path, SCRATCH):
+    if inside_any(path, SCRATCH):
         return "scratch"
-    if _under(path, SYSTEM):
+    if inside_any(path, SYSTEM):
         return "system"
     return "other"
 

@@ -31,6 +31,8 @@ from ..net import record as netrecord
 from ..pane.strace import CAP_FILE, STRACE
 from ..paths import ensure_private_dir
 from ..policy import BASE_ENV, never_passed
+from ..registry import Mode
+from ..subpath import inside
 from . import candidate as cand_mod
 from . import evidence as ev_mod
 from . import trace as trace_mod
@@ -103,7 +105,7 @@ def start(ctx, provider: str, workspaces: tuple[str, ...], args: list[str], non_
         raise SandboxUnavailable(f"discovery traces the jail from outside with strace, and {STRACE} is missing",
                                  hint="sudo apt-get install -y strace   (then: tmuxjail doctor)")
     ws = plan.canonical_workspaces(workspaces, ctx.env.get("PWD") or os.getcwd())
-    mode = "verified" if replay_of else "isolated"
+    mode = Mode.verified if replay_of else Mode.isolated
     did, d = _new_id(ctx, provider, ws[0], replay_of)
     try:  # read by the launcher, which stops the run there (pane/strace.py, pane/tracecap.py)
         _write_new(d / CAP_FILE, str(config_mod.load(ctx.paths.config_file).trace_cap))
@@ -414,7 +416,7 @@ def replay(ctx, did: str, timeout: float | None) -> dict:
 # -- rendering -----------------------------------------------------------------------------------
 
 def _tilde(path: str, home: str) -> str:
-    return "~" + path[len(home):] if path == home or path.startswith(home.rstrip("/") + "/") else path
+    return "~" + path[len(home):] if inside(path, home) else path
 
 
 def render(d: dict) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from ..subpath import inside
 from .refuse import EXIT_REFUSED, EXIT_UNAVAILABLE, die
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
@@ -45,10 +46,6 @@ def agent_roots(policy: dict[str, Any]) -> list[str]:
             *(copy for _, copy in policy.get("state_copies", ()))]
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def fd_binds(args: list[str], policy: dict[str, Any]) -> tuple[list[str], list[int]]:
     roots = agent_roots(policy)
     out: list[str] = []
@@ -62,7 +59,7 @@ def fd_binds(args: list[str], policy: dict[str, Any]) -> tuple[list[str], list[i
         if i + n >= len(args):
             die(f"sandbox option {op} lacks its arguments; refusing", EXIT_REFUSED)
         src = args[i + 1] if n else ""
-        under = [r for r in roots if _inside(src, r)] if op in BIND_FD else []
+        under = [r for r in roots if inside(src, r)] if op in BIND_FD else []
         if under:
             fd = open_beneath(min(under, key=len), src, optional=op.endswith("-try"))
             if fd is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..subpath import inside_any
 from . import HostLayout
 
 TYPE_CHECKING = False  # typing is not imported: the launcher rebuilds this argv on every start
@@ -29,10 +30,6 @@ PRLIMIT = "/usr/bin/prlimit"
 
 def _depth(path: str) -> tuple[int, str]:
     return (path.rstrip("/").count("/"), path)
-
-
-def _under(path: str, roots: Iterable[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 def _ancestors(paths: Iterable[str]) -> list[str]:
@@ -129,7 +126,7 @@ class Bwrap:
             out += _tmpfs(home, lim["home_bytes"])
         binds: list[tuple[str, str]] = []
         for root in policy["install_roots"]:
-            if not _under(root, SYSTEM_DIRS):
+            if not inside_any(root, SYSTEM_DIRS):
                 binds.append(("--ro-bind", root))
         binds += [("--ro-bind-try", p) for p in policy["host_read"]]
         binds += [("--bind-try", p) for p in policy["host_write"]]
@@ -150,7 +147,7 @@ class Bwrap:
         out += self._tmux_masks(host, within=visible)
         # bwrap's own root is an unsized tmpfs, and the directories it made there for mount points
         # (/home, /home/you, ...) are in it: read-only from here on.
-        return self._sealed(out, ("/", *(d for d in host.tmux_dirs if _under(d, visible))))
+        return self._sealed(out, ("/", *(d for d in host.tmux_dirs if inside_any(d, visible))))
 
     @staticmethod
     def _above_guards(policy: dict[str, Any]) -> list[tuple[str, str]]:
@@ -163,8 +160,8 @@ class Bwrap:
             for ws in roots:
                 for g in guards:
                     a = os.path.dirname(g)
-                    while a != ws and _under(a, (ws,)):
-                        if not _under(a, guards):
+                    while a != ws and inside_any(a, (ws,)):
+                        if not inside_any(a, guards):
                             above[a] = flag
                         a = os.path.dirname(a)
         return [(flag, a) for a, flag in above.items()]
@@ -175,10 +172,10 @@ class Bwrap:
         there at all (the rest of the host is simply not mounted)."""
         out: list[str] = []
         for d in host.tmux_dirs:
-            if within is None or _under(d, within):
+            if within is None or inside_any(d, within):
                 out += _tmpfs(d, MASK_BYTES)
         for f in host.tmux_files:
-            if within is None or _under(f, within):
+            if within is None or inside_any(f, within):
                 out += ["--ro-bind", "/dev/null", f]
         return out
 
@@ -195,7 +192,7 @@ def _state_binds(policy: dict[str, Any]) -> list[str]:
     for root in policy["host_write"]:
         for g in guarded:
             a = os.path.dirname(g.rstrip("/"))
-            while a != root and _under(a, (root,)):
+            while a != root and inside_any(a, (root,)):
                 above.add(a)
                 a = os.path.dirname(a)
     out: list[str] = []

@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..registry import Mode
+from ..subpath import inside
 from . import HostLayout
 
 NAME = "seatbelt"
@@ -151,15 +153,11 @@ def _norm(path: str) -> str:
     return path or "/"
 
 
-def _under(path: str, root: str) -> bool:
-    return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def _alias_spellings(path: str) -> tuple[str, ...]:
     for short, real in _ALIASES:
-        if _under(path, short) and path != "/":
+        if inside(path, short) and path != "/":
             return (path, real + path[len(short):])
-        if _under(path, real):
+        if inside(path, real):
             return (path, short + path[len(real):])
     return (path,)
 
@@ -168,13 +166,13 @@ def spellings(path: str) -> tuple[str, ...]:
     """Every spelling of `path` that reaches the same file, case aside: the /tmp, /var, /etc
     aliases and the /System/Volumes/Data firmlink spelling. The given spelling comes first."""
     path = _norm(path)
-    if _under(path, DATA_VOLUME) and path != DATA_VOLUME:
+    if inside(path, DATA_VOLUME) and path != DATA_VOLUME:
         inner = path[len(DATA_VOLUME):]
-        if any(_under(inner, r) for r in FIRMLINKED):
+        if any(inside(inner, r) for r in FIRMLINKED):
             return tuple(dict.fromkeys((path, *spellings(inner))))
     out = list(_alias_spellings(path))
     for s in list(out):
-        if any(_under(s, r) for r in FIRMLINKED):
+        if any(inside(s, r) for r in FIRMLINKED):
             out.append(DATA_VOLUME + s)
     return tuple(dict.fromkeys(out))
 
@@ -311,7 +309,7 @@ def canonical(policy: dict[str, Any], host: HostLayout) -> dict[str, Any]:
             return _norm(real[p])
         # under a resolved path (.git under its workspace): the same resolution, longest first
         for key in sorted(real, key=len, reverse=True):
-            if _under(p, key) and key != "/":
+            if inside(p, key) and key != "/":
                 return _norm(real[key]) + p[len(_norm(key)):]
         return p
     private = policy.get("private_home")
@@ -334,7 +332,7 @@ def profile(policy: dict[str, Any], host: HostLayout) -> tuple[str, dict[str, st
     """Pure: (SBPL text, parameters) for `policy` on a host laid out as `host`."""
     params = _Params()
     policy = canonical(policy, host)
-    if policy["mode"] == "compatibility":
+    if policy["mode"] == Mode.compatibility:
         lines = _compatibility(policy, host, params)
     else:
         lines = _strict(policy, host, params)
@@ -416,7 +414,7 @@ class _Excl:
     def filters(self, roots: list[str], socket: str = "") -> list[str]:
         out: list[str] = []
         for value, role, kind in self.items:
-            if not any(_under(value, r) or _under(r, value) for r in roots):
+            if not any(inside(value, r) or inside(r, value) for r in roots):
                 continue
             name = self.params.name(role, value)
             rx = _rx(_ci(value, kind))
@@ -425,7 +423,7 @@ class _Excl:
                 out += [f"({socket} unix-socket {f})", f"({socket} unix-socket (path-regex {rx}))"]
             else:
                 out += (_node(name) if kind == "dir" else [_lit(name)]) + [f"(regex {rx})"]
-        if any(_under(r, t) or _under(t, r) for r in roots for t in TEMP_SUBPATHS):
+        if any(inside(r, t) or inside(t, r) for r in roots for t in TEMP_SUBPATHS):
             rx = f"(regex {_rx(LAUNCHD_LISTENERS)})"
             if socket:
                 rx = f"({socket} unix-socket (path-regex {_rx(LAUNCHD_LISTENERS)}))"
@@ -434,8 +432,8 @@ class _Excl:
 
 
 def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[str]:
-    mode = policy["mode"]
-    private = policy.get("private_home") if mode == "isolated" else None
+    mode = Mode(policy["mode"])  # the policy is JSON data
+    private = policy.get("private_home") if mode == Mode.isolated else None
     tmp = _norm(host.realpaths.get(host.session_tmp, host.session_tmp)) if host.session_tmp else None
     out = [f"; {mode}: deny by default (and the operations default does not cover); allow rules "
            "only, exceptions written with require-not",
@@ -462,11 +460,11 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
     # directory to a reachable name), nor of the writable root itself (the root is renamed away
     # and back the same way).
     keep = _Excl(params)
-    writable = [*policy["workspace_write"], *(policy["host_write"] if mode == "verified" else ()),
+    writable = [*policy["workspace_write"], *(policy["host_write"] if mode == Mode.verified else ()),
                 *([private] if private else []), *([tmp] if tmp else []), *TEMP_SUBPATHS]
     # (And in verified mode the CLI's command files in its state: docs/provider-state.md. Seatbelt
     # cannot lay a private copy over a file: its state_copies stay writable on macOS.)
-    guards = (*policy["protected"], *(policy.get("state_guards", ()) if mode == "verified" else ()))
+    guards = (*policy["protected"], *(policy.get("state_guards", ()) if mode == Mode.verified else ()))
     for prot in guards:
         keep.add("PROTECTED", prot, "dir")
     for root in writable:  # a root inside another (the session temp dir in $TMPDIR) stays put too
@@ -477,7 +475,7 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
         for root in writable:
             for t in spellings(target):
                 for a in ancestors(t):
-                    if _under(a, root) and _norm(a) != _norm(root):
+                    if inside(a, root) and _norm(a) != _norm(root):
                         keep.add("PARENT", a, "file")
 
     def read_rule(role: str, path: str, excl: _Excl = never) -> list[str]:
@@ -491,9 +489,9 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
     out += _system_rules(read, never)
 
     installs = [r for r in policy["install_roots"]
-                if not any(_under(r, s) for s in SYSTEM_READ_SUBPATHS)]
-    host_read = list(policy["host_read"]) if mode == "verified" else []
-    host_write = list(policy["host_write"]) if mode == "verified" else []
+                if not any(inside(r, s) for s in SYSTEM_READ_SUBPATHS)]
+    host_read = list(policy["host_read"]) if mode == Mode.verified else []
+    host_write = list(policy["host_write"]) if mode == Mode.verified else []
     granted = [*policy["workspace_write"], *policy["workspace_read"], *host_read, *host_write,
                *installs, *([private] if private else []), *([tmp] if tmp else [])]
     anc = list(dict.fromkeys(n for g in granted for s in spellings(g) for a in ancestors(s)
@@ -534,7 +532,7 @@ def _system_rules(read: str, never: _Excl) -> list[str]:
     # /System holds the data volume again under /System/Volumes/Data: the whole of /Users by
     # another name. Only the system part is granted.
     data = [f"(subpath {_q(DATA_VOLUME)})", f"(regex {_rx(_ci(DATA_VOLUME, 'dir'))})"]
-    return [*_allow(read, [_except(f"(subpath {_q(p)})", never.filters([p]) + (data if _under(DATA_VOLUME, p) else []))
+    return [*_allow(read, [_except(f"(subpath {_q(p)})", never.filters([p]) + (data if inside(DATA_VOLUME, p) else []))
                            for p in SYSTEM_READ_SUBPATHS],
                     "system paths: read-only (not the data volume under /System/Volumes/Data)"),
             *_allow("file-read*", [f"(literal {_q(p)})" for p in SYSTEM_READ_LITERALS])]
@@ -658,14 +656,14 @@ def env_overrides(policy: dict[str, Any], host: HostLayout | None = None) -> dic
     out: dict[str, str] = {}
     env = dict(policy.get("env_set", ()))
     private = policy.get("private_home")
-    if policy["mode"] == "isolated" and private:
+    if policy["mode"] == Mode.isolated and private:
         home = _norm(policy["home"])
         private = _norm(host.realpaths.get(private, private))
         for name, value in env.items():
-            if value == home or value.startswith(home + "/"):
+            if value == home or (home != "/" and inside(value, home)):
                 out[name] = private + value[len(home):]
         out["HOME"] = private
-    if policy["mode"] != "compatibility":
+    if policy["mode"] != Mode.compatibility:
         if host.session_tmp:
             out["TMPDIR"] = _norm(host.realpaths.get(host.session_tmp, host.session_tmp))
         path = env.get("PATH")
