@@ -47,7 +47,7 @@ SEAMS = {
     ("tmuxjail.identity", "tmuxjail.model"): "ExecutableIdentity (pydantic): a warm start only locates",
     ("tmuxjail.context", "tmuxjail.store"): "the store (sqlite3) once a command asks for it",
     ("tmuxjail.menu", "tmuxjail.commands.start"): "a start-menu item: the policy code",
-    ("tmuxjail.menu", "tmuxjail.plan"): "a start-menu item: the policy code",
+    ("tmuxjail.menu", "tmuxjail.request"): "a start-menu item: the start request",
     ("tmuxjail.menu", "tmuxjail.commands.shell"): "the shell key: the policy code",
     ("tmuxjail.menu", "tmuxjail.commands.resume"): "a resume-menu item: the policy code",
     ("tmuxjail.menu", "tmuxjail.commands.stop"): "the stop prompt's answer",
