@@ -118,10 +118,10 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
       `name`, `env` (`env_name` is the same, its older name), `network`, `allow_domain`
       (patterns, as --allow-domain), `capability` (`capabilities` too), `restrict` (a
       restriction file), `candidate` (an approved discovery candidate, verified mode), `backend`;
-    - `here=True` / `split="h"|"v"`: join the tmux session this process runs in (inside tmux);
-      `detach=False` then selects the new window, and with `client` a tmux client is switched
-      to the jail (the API itself never attaches a terminal);
-    - `dry_run=True`: run nothing and return the dict `tmuxjail start --dry-run --json` prints;
+    - `here` (True) or `split` ("h" or "v"): join the tmux session this process runs in
+      (inside tmux); `detach` (default True) False then selects the new window, and with
+      `client` a tmux client is switched to the jail (the API itself never attaches a terminal);
+    - `dry_run` (True): run nothing and return the dict `tmuxjail start --dry-run --json` prints;
     - `non_interactive` and `json` are accepted for the same command line: the API never asks
       (a missing approval raises NotApproved) and always returns the Jail, whose `record` is
       the `--json` row; `verbose` also writes log lines to stderr.
