@@ -1,5 +1,6 @@
-"""Resolution: a request's preconditions -> the executable -> Facts -> policy.resolve -> a named
-Plan. The same steps recompute a stored session's policy for resume, shell, `_pane` and
+"""Resolution: a start request's preconditions -> the host facts (facts.gather) -> Facts ->
+policy.resolve -> a named Plan. The same steps recompute a stored session's policy, and
+may_run says whether it may run again (reason codes) for resume, shell, `_pane` and
 `list --check`. Nothing here starts anything."""
 
 from __future__ import annotations
