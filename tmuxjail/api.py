@@ -28,9 +28,11 @@ import typing as t
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from . import listing, log, plan, status
+from . import listing, log, status
 from . import paths as paths_mod
 from .commands.resume import resume as resume_command
+from .commands.start import cwd
+from .commands.start import here as placed
 from .commands.start import start as start_command
 from .commands.stop import stop as stop_command
 from .context import Context
@@ -42,6 +44,8 @@ from .errors import (
     TmuxjailError,
     UsageError,
 )
+from .request import StartRequest
+from .restrict import from_file
 from .tmux import Tmux
 
 if t.TYPE_CHECKING:
@@ -70,7 +74,8 @@ class Jail:
     record: Mapping[str, t.Any] = field(repr=False, compare=False)  # the whole JSON row
 
 
-def _context(server: libtmux.Server | None, socket_name: str | None, socket_path: str | None) -> Context:
+def _context(server: libtmux.Server | None, socket_name: str | None, socket_path: str | None,
+             verbose: bool = False) -> Context:
     if server is not None:
         if socket_name or socket_path:
             raise UsageError("give either a libtmux server or a socket, not both")
@@ -81,7 +86,7 @@ def _context(server: libtmux.Server | None, socket_name: str | None, socket_path
         raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
                             hint=paths_mod.HOME_FIX)
     ctx = Context(tmux=Tmux(socket_name, socket_path))
-    log.setup(ctx.paths.log_file, False)
+    log.setup(ctx.paths.log_file, verbose)
     return ctx
 
 
@@ -98,19 +103,50 @@ def _jail(ctx: Context, row: Mapping[str, t.Any]) -> Jail:
 
 def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
           workspaces: Sequence[str | os.PathLike[str]] = (), mode: str | None = None, name: str | None = None,
-          args: Sequence[str] = (), env_name: str = "default", capabilities: Sequence[str] = (),
-          network: str | None = None, server: libtmux.Server | None = None, socket_name: str | None = None,
-          socket_path: str | None = None) -> Jail:
-    """Start `provider` in a new jailed tmux session and return once its jail runs (as
-    `tmuxjail start --detach --non-interactive`). The server: `server`, or -L `socket_name` /
-    -S `socket_path`, else the one this process is in, else the default. `workspace` defaults to
-    the current directory; `args` go to the CLI."""
-    ctx = _context(server, socket_name, socket_path)
+          args: Sequence[str] = (), env: str | None = None, env_name: str = "default", capability: Sequence[str] = (),
+          capabilities: Sequence[str] = (), network: str | None = None, allow_domain: Sequence[str] | None = None,
+          detach: bool = True, here: bool = False, split: str | None = None, client: str | None = None,
+          non_interactive: bool = True, dry_run: bool = False, restrict: str | os.PathLike[str] | None = None,
+          backend: str | None = None, candidate: str | None = None, json: bool = False, verbose: bool = False,
+          server: libtmux.Server | None = None, socket_name: str | None = None,
+          socket_path: str | None = None) -> t.Any:
+    """Start `provider` in a new jailed tmux session and return its Jail once the jail runs (as
+    `tmuxjail start --detach --non-interactive`). Every option of `tmuxjail start` is a keyword
+    here, named as the option (`-` as `_`):
+
+    - `workspace` (and `workspaces`, more of them; default: the current directory), `mode`,
+      `name`, `env` (`env_name` is the same, its older name), `network`, `allow_domain`
+      (patterns, as --allow-domain), `capability` (`capabilities` too), `restrict` (a
+      restriction file), `candidate` (an approved discovery candidate, verified mode), `backend`;
+    - `here` (True) or `split` ("h" or "v"): join the tmux session this process runs in
+      (inside tmux); `detach` (default True) False then selects the new window, and with
+      `client` a tmux client is switched to the jail (the API itself never attaches a terminal);
+    - `dry_run` (True): run nothing and return the dict `tmuxjail start --dry-run --json` prints;
+    - `non_interactive` and `json` are accepted for the same command line: the API never asks
+      (a missing approval raises NotApproved) and always returns the Jail, whose `record` is
+      the `--json` row; `verbose` also writes log lines to stderr.
+    The server: `server`, or -L `socket_name` / -S `socket_path`, else the one this process is
+    in, else the default. `args` go to the CLI."""
+    if env is not None and env_name not in ("default", env):
+        raise UsageError("give env or env_name, not both")
+    if here and split is not None:
+        raise UsageError("give here or split, not both")
+    ctx = _context(server, socket_name, socket_path, verbose)
     spaces = tuple(os.fspath(w) for w in ([workspace] if workspace is not None else []) + builtins.list(workspaces))
-    opts = plan.StartOptions(
-        provider=provider, mode=mode, workspaces=spaces, name=name, env_name=env_name,
-        capabilities=tuple(capabilities), detach=True, non_interactive=True, args=tuple(args), network=network)
-    return _jail(ctx, start_command(ctx, opts))
+    request = StartRequest.build(
+        cwd(ctx), provider, mode=mode, workspaces=spaces, name=name, env_name=env if env is not None else env_name,
+        capabilities=(*capability, *capabilities), detach=detach, non_interactive=True, dry_run=dry_run,
+        args=tuple(args), backend=backend, restriction=from_file(os.fspath(restrict) if restrict else None),
+        network=network, candidate=candidate, allow_domains=None if allow_domain is None else tuple(allow_domain))
+    place = None
+    if (here or split) and not dry_run:
+        place = placed(ctx.tmux, ctx.env, "window" if here else "split", split)
+    result = start_command(ctx, request, place)
+    if dry_run:
+        return result
+    if client and not detach:
+        ctx.tmux.switch_client(client, result.get("tmux_pane") or f"={result['tmux_session']}")
+    return _jail(ctx, result)
 
 
 def resume(name: str, *, accept_changes: bool = False, server: libtmux.Server | None = None,

@@ -238,9 +238,13 @@ def locate(adapter, found: Path, path_env: str) -> Located:
 
 def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> Resolved:
     """Follow launchers to the real executable, and identify it (and its interpreter)."""
+    return identify(locate(adapter, found, path_env), cache)
+
+
+def identify(at: Located, cache: DigestCache | None) -> Resolved:
+    """A located executable (and its interpreter), hashed."""
     from .model import ExecutableIdentity  # pydantic: never on the warm start (locate alone)
 
-    at = locate(adapter, found, path_env)
     extra = [] if at.interpreter is None else [(str(at.interpreter), sha256_file(at.interpreter, cache))]
     ident = ExecutableIdentity(
         path=str(at.real), sha256=sha256_file(at.real, cache), version=at.version, extra=tuple(extra)

@@ -25,7 +25,6 @@ an argv element, never inside a tmux command string.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -220,21 +219,20 @@ def _start_directory(ctx, pane: str) -> str:
     a new jail. There the new jail starts in that jail's recorded workspace instead."""
     if ctx.tmux.pane_option(pane, "@tmuxjail_id"):
         row = _jail_of(ctx, pane)
-        workspaces = json.loads(row.request).get("workspaces") or [row.workspace]
-        return workspaces[0]
+        return row.start_request.workspaces[0]
     return pane_directory(ctx.tmux, pane)
 
 
 def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> None:
     """`menu _start PROVIDER MODE -t PANE -c CLIENT`: what a start-menu item runs."""
     from .commands.start import start  # seam: starting loads the policy code
-    from .plan import StartOptions
+    from .request import StartRequest
 
     if len(rest) != 2 or rest[0] not in PROVIDERS or rest[1] not in MODES or not pane:
         raise UsageError("usage: tmuxjail menu _start PROVIDER MODE -t PANE [-c CLIENT]")
     log.setup(ctx.paths.log_file, False)
     cwd = _start_directory(ctx, pane)
-    opts = StartOptions(provider=rest[0], mode=rest[1], workspaces=(cwd,), non_interactive=True, detach=True)
+    opts = StartRequest.build(cwd, rest[0], mode=rest[1], workspaces=(cwd,), non_interactive=True, detach=True)
     result = start(ctx, opts)
     if client:
         ctx.tmux.switch_client(client, result.get("tmux_pane") or f"={result['tmux_session']}")

@@ -1,16 +1,16 @@
-"""Resolution: a request's preconditions -> the executable -> Facts -> policy.resolve -> a named
-Plan. The same steps recompute a stored session's policy for resume, shell, `_pane` and
+"""Resolution: a start request's preconditions -> the host facts (facts.gather) -> Facts ->
+policy.resolve -> a named Plan. The same steps recompute a stored session's policy, and
+may_run says whether it may run again (reason codes) for resume, shell, `_pane` and
 `list --check`. Nothing here starts anything."""
 
 from __future__ import annotations
 
 import os
-import pwd
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from . import budget, catalogue, host, identity, policy, profiles, restrict
 from . import config as config_mod
+from . import facts as facts_mod
 from .adapters import Adapter
 from .adapters import get as get_adapter
 from .approvals import find as find_approval
@@ -18,11 +18,11 @@ from .approvals import fix_command, missing
 from .context import Context
 from .discover import candidate as cand
 from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
+from .facts import HostFacts
 from .model import Mode, Policy, Profile
 from .net.policy import approval_items
 from .policy import Facts
-from .request import StartOptions as StartOptions  # where callers have always found them
-from .request import canonical_workspaces, check_env_name, mode_of, sandbox
+from .request import StartRequest, canonical_workspaces, check_env_name, mode_of, sandbox
 from .sandbox import bwrap
 
 
@@ -38,61 +38,61 @@ class Plan:
     backend: bwrap.Bwrap
     unguarded: bool  # no sandbox at all (compatibility-unguarded, an operator's opt-in)
     approval: dict | None  # the approval a verified run goes under
-    facts: Facts  # what the policy was resolved from (warm.py records it with the policy)
+    facts: Facts  # what the policy was resolved from
+    host: HostFacts  # the host facts among them, as gathered (warm.py records them with the policy)
 
 
-@dataclass(frozen=True)
-class Recheck:
-    """A stored session's policy recomputed from today's inputs: what a resume would run, and the
-    reason codes that separate it from the recorded one (policy None: it could not be built)."""
-
-    fingerprint: str
-    policy: Policy | None
-    reasons: list[str]
+def policy_request(r: StartRequest, mode: Mode) -> policy.Request:
+    """What of a start request reaches the policy (mode: resolved from the config's default)."""
+    return policy.Request(provider=r.provider, mode=mode, workspaces=r.workspaces, env_name=r.env_name,
+                          capabilities=tuple(r.capabilities), network=r.network,
+                          allow_domains=tuple(r.allow_domains or ()))
 
 
-def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tuple[str, ...],
-            env_name: str, capabilities: tuple[str, ...], restriction: dict | None = None,
-            gate: bool = True, network: str | None = None, candidate: str | None = None,
-            allow_domains: tuple[str, ...] | None = None) -> Plan:
+def resolve(ctx: Context, request: StartRequest, gate: bool = True) -> Plan:
     """Verified mode also needs an approval that covers exactly this profile, executable and
     capability set; without one this raises NotApproved before anything runs (unless gate is off)."""
+    provider, workspaces, env_name, capabilities = (request.provider, request.workspaces, request.env_name,
+                                                    request.capabilities)
     adapter = get_adapter(provider)
     check_env_name(env_name)
     cfg = config_mod.load(ctx.paths.config_file)
-    mode = mode_of(mode_name, cfg)
-    if network is not None:
-        config_mod.check_network(network, "--network", UsageError)
-    profile = profile_for(ctx, provider, candidate)
+    mode = mode_of(request.mode, cfg)
+    if request.network is not None:
+        config_mod.check_network(request.network, "--network", UsageError)
+    profile = profile_for(ctx, provider, request.candidate)
     box = sandbox(cfg, mode)
     backend, unguarded, why = box.backend, box.unguarded, box.why
     store = ctx.store
-    path_env = ctx.env.get("PATH", os.defpath)
-    if provider == "shell":
-        found = Path(identity.login_shell())
-    else:
-        found = identity.find(profile.executables, path_env, cfg.executables.get(provider), provider)
-    resolved = identity.resolve(adapter, found, path_env, store)
 
     p = ctx.paths
     home = str(p.home)
-    pw = pwd.getpwuid(os.getuid())
-    req = policy.Request(provider=provider, mode=mode, workspaces=workspaces, env_name=env_name,
-                         capabilities=tuple(capabilities), network=network, allow_domains=tuple(allow_domains or ()))
-    declared = declared_paths(profile, home)
+    if mode.strict:
+        catalogue.validated()  # pydantic, on every full resolution; the warm start reads the same data
+    found = facts_mod.gather(ctx, provider, profile.executables, declared_paths(profile, home), mode, cfg,
+                             workspaces, adapter)
+    if found.guards.capped:
+        # Fail closed: a guarded path the walk did not reach would be writable, and a jail
+        # decides how large its workspace grows between two starts.
+        raise SandboxUnavailable(
+            f"the workspace is too large to find every .git and other guarded path in it ({found.guards.capped})",
+            hint="start on a narrower --workspace (docs/workspace-trust.md, \"Limits\")")
+    resolved = identity.identify(found.at, store)
+    req = policy_request(request, mode)
     facts = policy.Facts(
-        home=home, uid=os.getuid(), user=pw.pw_name, login_shell=identity.login_shell(),
+        home=home, uid=os.getuid(), user=found.user, login_shell=found.login_shell,
         own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),
         private_home=str(p.private_home(provider, env_name, workspaces[0] if workspaces else None)),
         backend="none" if unguarded else backend.name, executable=resolved,
-        allowed_modes=cfg.allowed_modes, **guard_facts(workspaces, mode.strict),
-        realpaths=host.realpaths(declared), limits=cfg.limits, user_limits=host.user_limits(),
+        allowed_modes=cfg.allowed_modes, git_paths=found.guards.git, trust_paths=found.guards.trusted,
+        realpaths=found.realpaths, limits=cfg.limits, user_limits=host.user_limits(),
         namespace_limits=budget.GUARD not in cfg.accept_missing_guards,
         network=cfg.network[mode.value],
         env_network=cfg.env_network, resolve=cfg.resolve, allow_ceiling=cfg.allow_domains[mode.value],
-        own_install=() if mode.strict else host.own_install(),
+        own_install=found.own_install,
         state_copies=str(p.state_copies(provider, env_name, workspaces[0] if workspaces else None)),
     )
+    restriction = request.restriction
     if restriction is not None:
         base = policy.resolve(req, profile, adapter, facts)  # refuses what the config refuses
         modes, names = restrict.apply(
@@ -109,7 +109,7 @@ def resolve(ctx: Context, provider: str, mode_name: str | None, workspaces: tupl
     approval = None
     if mode is Mode.verified and gate:
         approval = approval_for(store, profile, pol)
-    return Plan(req, pol, policy.fingerprint(pol), adapter, resolved, backend, unguarded, approval, facts)
+    return Plan(req, pol, policy.fingerprint(pol), adapter, resolved, backend, unguarded, approval, facts, found)
 
 
 def declared_paths(profile: Profile, home: str) -> list[str]:
@@ -122,22 +122,6 @@ def profile_for(ctx: Context, provider: str, candidate: str | None = None) -> Pr
     if candidate is None:
         return profiles.load(provider)
     return cand.load(ctx.paths.config_dir, provider, candidate)
-
-
-def guard_facts(workspaces, strict: bool) -> dict[str, tuple[str, ...]]:
-    """The guarded paths of a strict start (host.guards), as Facts fields. The catalogue is
-    validated here (pydantic) on every full resolution; the warm start reads the same data."""
-    if not strict:
-        return {"git_paths": (), "trust_paths": ()}
-    catalogue.validated()
-    found = host.guards(workspaces)
-    if found.capped:
-        # Fail closed: a guarded path the walk did not reach would be writable, and a jail
-        # decides how large its workspace grows between two starts.
-        raise SandboxUnavailable(
-            f"the workspace is too large to find every .git and other guarded path in it ({found.capped})",
-            hint="start on a narrower --workspace (docs/workspace-trust.md, \"Limits\")")
-    return {"git_paths": found.git, "trust_paths": found.trusted}
 
 
 def approval_for(store, profile: Profile, pol: Policy) -> dict:
@@ -162,17 +146,51 @@ def refuse(row, reasons: list[str], message: str, hint: str) -> ResumeRefused:
     return ResumeRefused(message, hint=hint, data={"name": row.name, "reasons": reasons})
 
 
+@dataclass(frozen=True)
+class Recheck:
+    """May a stored session run again: its policy recomputed from today's inputs (None: it could
+    not be built), the reason codes that separate it from the recorded one, and in verified mode
+    the approval it would run under, or why it has none."""
+
+    fingerprint: str
+    policy: Policy | None
+    reasons: list[str]
+    approval: dict | None = None
+    unapproved: ResumeRefused | None = None  # the recorded policy, no longer approved
+
+    def refusal(self, row, action: str, hint: str | None = None) -> ResumeRefused | None:
+        """Why the session may not `action` (run again) today; None: it may."""
+        if self.fingerprint != row.fingerprint or self.policy is None:
+            reasons = self.reasons or ["tampered"]
+            return refuse(row, reasons, f"{row.name}: the policy changed since the session started "
+                                        f"({said(row, self.policy, reasons)}); refusing to {action}",
+                          hint or f"inspect with `tmuxjail show {row.name}`")
+        return self.unapproved
+
+
+def may_run(ctx: Context, row, approve: bool = True, store=None) -> Recheck:
+    """The one check of resume, shell, `_pane` and `list --check` (the launcher's is its own): the
+    stored request resolved again, the reason codes if its policy changed, and (approve, verified
+    mode) whether the same policy is still approved, from store (default: the context's).
+    Raises ResumeRefused when today's inputs cannot be read at all (config, workspace)."""
+    got = recompute(ctx, row)
+    if not approve or got.fingerprint != row.fingerprint or got.policy is None or got.policy.mode is not Mode.verified:
+        return got
+    try:
+        return replace(got, approval=approval_for(store or ctx.store, profile_for(
+            ctx, row.provider, row.start_request.candidate), got.policy))
+    except NotApproved as exc:
+        return replace(got, unapproved=refuse(row, ["capabilities"], f"{row.name}: {exc.message}", exc.hint or ""))
+
+
 def recompute(ctx: Context, row) -> Recheck:
     """Today's policy for a stored session, and the reason codes vs the stored one."""
-    r = row.request_data
+    r = row.start_request
     try:
-        workspaces = canonical_workspaces(tuple(r["workspaces"]), "/")
-        if tuple(workspaces) != tuple(r["workspaces"]):
+        workspaces = canonical_workspaces(r.workspaces, "/")
+        if workspaces != r.workspaces:
             return Recheck("", None, ["workspace"])
-        plan = resolve(ctx, r["provider"], r["mode"], workspaces, r["env_name"],
-                       tuple(r.get("capabilities", ())), r.get("restriction"), gate=False,
-                       network=r.get("network"), candidate=r.get("candidate"),
-                       allow_domains=r.get("allow_domains"))
+        plan = resolve(ctx, r, gate=False)
     except NotApproved as exc:
         return Recheck("", None, [exc.data.get("reason", "mode")])
     except ConfigError as exc:
@@ -195,33 +213,30 @@ def said(row, pol: Policy | None, reasons: list[str]) -> str:
 
 
 def still_approved(ctx: Context, row, pol: Policy, store=None) -> dict:
-    """The approval a verified session runs under, else refuse (resume, shell, and list --check)."""
+    """The approval a verified session runs under today's (changed) policy, else refuse
+    (resume --accept-changes)."""
     try:
-        return approval_for(store or ctx.store, profile_for(ctx, row.provider, row.request_data.get("candidate")),
-                            pol)
+        return approval_for(store or ctx.store, profile_for(ctx, row.provider, row.start_request.candidate), pol)
     except NotApproved as exc:
         raise refuse(row, ["capabilities"], f"{row.name}: {exc.message}", exc.hint or "") from None
 
 
 def listed(ctx: Context, row) -> Recheck:
     """`list --check`: what a resume of this row would find, approvals included."""
-    got = recompute(ctx, row)
-    if got.fingerprint == row.fingerprint and got.policy is not None and got.policy.mode is Mode.verified:
-        still_approved(ctx, row, got.policy, ctx.readonly_store())  # as resume checks it
+    got = may_run(ctx, row, store=ctx.readonly_store())  # as resume checks it
+    if got.unapproved is not None:
+        raise got.unapproved
     return got
 
 
 def checked(ctx: Context, row, action: str, event: str) -> Policy:
-    """Today's policy of a stored session, only if it is still exactly the recorded one (and, in
-    verified mode, still approved): what a new shell or pane in that jail runs under."""
-    got = recompute(ctx, row)
-    if got.fingerprint != row.fingerprint or got.policy is None:
-        reasons = got.reasons or ["tampered"]
-        ctx.store.event(event, row.id, reasons=reasons)
-        raise ResumeRefused(
-            f"{row.name}: the policy changed since the session started ({said(row, got.policy, reasons)}); "
-            f"refusing to {action}",
-            hint=f"inspect with `tmuxjail show {row.name}`", data={"name": row.name, "reasons": reasons})
-    if got.policy.mode is Mode.verified:
-        still_approved(ctx, row, got.policy)
+    """Today's policy of a stored session, only if it may run again (may_run): what a new shell or
+    pane in that jail runs under."""
+    got = may_run(ctx, row)
+    refused = got.refusal(row, action)
+    if refused is not None:
+        if got.fingerprint != row.fingerprint or got.policy is None:
+            ctx.store.event(event, row.id, reasons=refused.data["reasons"])
+        raise refused
+    assert got.policy is not None
     return got.policy

@@ -1,14 +1,16 @@
-"""What a start asks for, and what every resolution checks before a policy exists: the options,
-the canonical workspaces, the env name, the mode, and the sandbox's preconditions on this host.
+"""What a start asks for (StartRequest: one type from the command line to the store), and what
+every resolution checks before a policy exists: the canonical workspaces, the env name, the mode,
+and the sandbox's preconditions on this host.
 Stdlib only (no pydantic): the warm start (warm.py) runs all of it on every start, cached or not,
 and plan.resolve runs the same functions."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .config import Config
 from .errors import SandboxUnavailable, UsageError
@@ -19,10 +21,15 @@ from .sandbox.seccomp import supported
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
 
-class StartOptions(NamedTuple):
+class StartRequest(NamedTuple):
+    """One start, as the CLI, the API, the menus and discover ask for it: built once (build()
+    canonicalises the workspaces), then taken as it is by plan.resolve, the warm start and the
+    store (to_json/from_json: the session row's request column). A NamedTuple, not a dataclass:
+    the warm start never loads dataclasses (and inspect with it)."""
+
     provider: str
-    mode: str | None = None
-    workspaces: tuple[str, ...] = ()
+    mode: str | None = None  # as asked (None: the config's default); the stored request's is the resolved one
+    workspaces: tuple[str, ...] = ()  # canonical absolute paths once built; the first is the cwd
     name: str | None = None
     env_name: str = "default"
     capabilities: tuple[str, ...] = ()
@@ -36,6 +43,62 @@ class StartOptions(NamedTuple):
     trace: str | None = None  # a discovery run: where the launcher's strace writes (discover/run.py)
     candidate: str | None = None  # an approved discovery candidate as the profile
     allow_domains: tuple[str, ...] | None = None  # --allow-domain (None: none given)
+    placement: str | None = None  # "window" (--here) or "split" (--split): it joins the current tmux session
+
+    @classmethod
+    def build(cls, cwd: str, provider: str, **fields: Any) -> StartRequest:
+        """The request, its workspaces canonical (relative ones from cwd; none given: cwd)."""
+        req = cls(provider, **fields)
+        return req._replace(workspaces=canonical_workspaces(tuple(req.workspaces), cwd))
+
+    def to_json(self) -> str:
+        """What the store keeps of a start (the row's request column): what a resume needs again."""
+        data: dict[str, Any] = {
+            "provider": self.provider, "mode": self.mode, "workspaces": list(self.workspaces),
+            "env_name": self.env_name, "capabilities": list(self.capabilities), "args": list(self.args),
+            "restriction": self.restriction, "network": self.network,
+            "allow_domains": None if self.allow_domains is None else list(self.allow_domains)}
+        if self.candidate is not None:
+            data["candidate"] = self.candidate
+        if self.placement is not None:
+            data["placement"] = self.placement
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> StartRequest:
+        """A stored request, from any version's row (keys added since default to what those rows
+        meant); ValueError, saying what is wrong, for one that cannot be read."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            raise ValueError("not JSON") from None
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        for key, kinds in _STORED.items():
+            if key not in data:
+                if key in _REQUIRED:
+                    raise ValueError(f"{key!r} is missing")
+                continue
+            v = data[key]
+            ok = all(isinstance(x, str) for x in v) if isinstance(v, list) else True
+            if not (isinstance(v, kinds) and ok):
+                raise ValueError(f"{key!r} is not what a request holds there ({type(v).__name__})")
+        if not data["workspaces"]:
+            raise ValueError("'workspaces' is empty")
+        doms = data.get("allow_domains")
+        return cls(provider=data["provider"], mode=data["mode"], workspaces=tuple(data["workspaces"]),
+                   env_name=data["env_name"], capabilities=tuple(data.get("capabilities") or ()),
+                   args=tuple(data.get("args") or ()), restriction=data.get("restriction"),
+                   network=data.get("network"), allow_domains=None if doms is None else tuple(doms),
+                   candidate=data.get("candidate"), placement=data.get("placement"))
+
+
+# The stored request's keys and their JSON types (list: of strings); older rows lack the later ones.
+_STORED: dict[str, tuple[type, ...]] = {
+    "provider": (str,), "mode": (str,), "workspaces": (list,), "env_name": (str,), "capabilities": (list,),
+    "args": (list,), "restriction": (dict, type(None)), "network": (str, type(None)),
+    "allow_domains": (list, type(None)), "candidate": (str, type(None)), "placement": (str, type(None))}
+_REQUIRED = ("provider", "mode", "workspaces", "env_name")
 
 
 def canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import TmuxjailError, UsageError
+from .errors import ResumeRefused, TmuxjailError, UsageError
+from .request import StartRequest
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -152,8 +153,20 @@ class SessionRow(NamedTuple):
 
     @property
     def request_data(self) -> dict[str, Any]:
+        """The request column as stored (`show` prints it as it is); readers take start_request."""
         data: dict[str, Any] = json.loads(self.request)
         return data
+
+    @property
+    def start_request(self) -> StartRequest:
+        """The request this session started from (its mode: the resolved one); a row whose request
+        cannot be read is refused, as a tampered one."""
+        try:
+            return StartRequest.from_json(self.request)
+        except ValueError as exc:
+            raise ResumeRefused(f"{self.name}: its stored request cannot be read ({exc})",
+                                hint=f"inspect with `tmuxjail show {self.name}`, then start a new session",
+                                data={"name": self.name, "reasons": ["tampered"]}) from None
 
 
 COLUMNS = SessionRow._fields

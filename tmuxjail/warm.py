@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tmuxjail
 
-from . import approvals, canon, host, identity
+from . import approvals, canon, facts, host, identity
 from . import config as config_mod
 from .adapters import Adapter
 from .adapters import get as get_adapter
@@ -43,7 +43,7 @@ from .net import policy as netpolicy
 from .policycache import PolicyCache
 from .policyview import PolicyView, as_data
 from .registry import Mode
-from .request import StartOptions, check_env_name, mode_of, sandbox
+from .request import StartRequest, check_env_name, mode_of, sandbox
 from .subpath import below
 
 if TYPE_CHECKING:
@@ -66,12 +66,12 @@ class WarmPlan(NamedTuple):
     hit: bool
 
 
-def cacheable(opts: StartOptions) -> bool:
+def cacheable(opts: StartRequest) -> bool:
     return (opts.restriction is None and opts.candidate is None and opts.trace is None and not opts.dry_run
             and opts.backend in (None, "bwrap"))
 
 
-def resolve(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> WarmPlan:
+def resolve(ctx: Context, opts: StartRequest) -> WarmPlan:
     """The start's policy: from the cache when every input is unchanged, else resolved in full
     (and then remembered)."""
     adapter = get_adapter(opts.provider)
@@ -83,10 +83,10 @@ def resolve(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> Wa
     box = sandbox(cfg, mode)
     key = None
     if cacheable(opts):
-        key = key_of(ctx, opts, workspaces, mode, cfg_digest, box.backend.path, box.unguarded)
-    if key is not None and (got := lookup(ctx, key, opts, workspaces, mode, cfg, adapter)) is not None:
+        key = key_of(ctx, opts, mode, cfg_digest, box.backend.path, box.unguarded)
+    if key is not None and (got := lookup(ctx, key, opts, mode, cfg, adapter)) is not None:
         return got
-    return full(ctx, opts, workspaces, mode, key, cfg_digest)
+    return full(ctx, opts, mode, key, cfg_digest)
 
 
 # -- the key -----------------------------------------------------------------------------------
@@ -149,8 +149,7 @@ def dependencies() -> list[Any]:
     return out
 
 
-def inputs(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: Mode, cfg_digest: str,
-           bwrap_path: str, unguarded: bool) -> dict[str, Any]:
+def inputs(ctx: Context, opts: StartRequest, mode: Mode, cfg_digest: str, bwrap_path: str, unguarded: bool) -> dict[str, Any]:
     """Every input of the policy that is not a host fact looked up again on a hit (record())."""
     p = ctx.paths
     pw = pwd.getpwuid(os.getuid())
@@ -167,7 +166,7 @@ def inputs(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: 
         "user_limits": host.user_limits(),  # a jail's share of them is in the policy (budget.py)
         "request": {
             "provider": opts.provider, "mode": opts.mode, "resolved_mode": mode.value,
-            "workspaces": list(workspaces), "env_name": opts.env_name, "capabilities": list(opts.capabilities),
+            "workspaces": list(opts.workspaces), "env_name": opts.env_name, "capabilities": list(opts.capabilities),
             "network": opts.network,
             "allow_domains": None if opts.allow_domains is None else list(opts.allow_domains),
             "backend": opts.backend,
@@ -175,11 +174,11 @@ def inputs(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: 
     }
 
 
-def key_of(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: Mode, cfg_digest: str,
-           bwrap_path: str, unguarded: bool) -> str | None:
+def key_of(ctx: Context, opts: StartRequest, mode: Mode, cfg_digest: str, bwrap_path: str,
+           unguarded: bool) -> str | None:
     """The digest of inputs(); None when one cannot be read (then nothing is cached)."""
     try:
-        material = inputs(ctx, opts, workspaces, mode, cfg_digest, bwrap_path, unguarded)
+        material = inputs(ctx, opts, mode, cfg_digest, bwrap_path, unguarded)
     except (OSError, KeyError):
         return None
     return canon.sha256_hex(canon.canonical_json(material).encode())
@@ -207,30 +206,14 @@ def loaded_is_installed() -> bool:
 
 def record(ctx: Context, lookup: dict[str, Any], provider: str, mode: Mode, cfg: Config,
            workspaces: tuple[str, ...], adapter: Adapter) -> dict[str, Any] | None:
-    """Today's host facts, looked up as plan.resolve looks them up; None when one cannot be
-    (the full resolution then says why)."""
-    path_env = ctx.env.get("PATH", os.defpath)
+    """Today's host facts, gathered as plan.resolve gathers them (facts.gather); None when one
+    cannot be (the full resolution then says why)."""
     try:
-        if provider == "shell":
-            found = Path(identity.login_shell())
-        else:
-            found = identity.find(tuple(lookup["executables"]), path_env, cfg.executables.get(provider), provider)
-        at = identity.locate(adapter, found, path_env)
-        files = [str(at.real), *([str(at.interpreter)] if at.interpreter else [])]
-        guarded = host.Guards((), (), None)
-        if mode.strict:
-            guarded = host.guards(workspaces)
-            if guarded.capped:
-                return None
-        return {
-            "argv": list(at.argv), "install_roots": list(at.install_roots), "real": str(at.real),
-            "interpreter": str(at.interpreter) if at.interpreter else None, "version": at.version,
-            "stat": [[f, *stat_key(f)] for f in files],
-            "login_shell": identity.login_shell(), "user": pwd.getpwuid(os.getuid()).pw_name,
-            "realpaths": host.realpaths(lookup["declared"]), "git_paths": list(guarded.git),
-            "trust_paths": list(guarded.trusted),
-            "own_install": [] if mode.strict else list(host.own_install()),
-        }
+        now = facts.gather(ctx, provider, tuple(lookup["executables"]), lookup["declared"], mode, cfg, workspaces,
+                           adapter)
+        if now.guards.capped:
+            return None
+        return facts.record(now, [[f, *stat_key(f)] for f in facts.hashed_files(now)])
     except (TmuxjailError, OSError, KeyError, TypeError):
         return None
 
@@ -239,7 +222,7 @@ def resolved_record(ctx: Context, p: Plan) -> dict[str, Any] | None:
     """The host facts plan.resolve used, as record() writes them; None unless the executable's
     files are, now, the very ones it hashed (the digest cache holds their digest under today's
     stat identity)."""
-    f, ident = p.facts, p.policy.executable
+    ident = p.policy.executable
     hashed = [(ident.path, ident.sha256), *ident.extra[:1]]
     stats = []
     for path, sha in hashed:
@@ -250,17 +233,12 @@ def resolved_record(ctx: Context, p: Plan) -> dict[str, Any] | None:
         if ctx.store.get_digest(path, tuple(key)) != sha:
             return None
         stats.append([path, *key])
-    return {
-        "argv": list(p.resolved.argv), "install_roots": list(p.resolved.install_roots), "real": ident.path,
-        "interpreter": ident.extra[0][0] if ident.extra else None, "version": ident.version,
-        "stat": stats, "login_shell": f.login_shell, "user": f.user, "realpaths": dict(f.realpaths),
-        "git_paths": list(f.git_paths), "trust_paths": list(f.trust_paths), "own_install": list(f.own_install),
-    }
+    return facts.record(p.host, stats)
 
 
 # -- hit and miss ------------------------------------------------------------------------------
 
-def lookup(ctx: Context, key: str, opts: StartOptions, workspaces: tuple[str, ...], mode: Mode, cfg: Config,
+def lookup(ctx: Context, key: str, opts: StartRequest, mode: Mode, cfg: Config,
            adapter: Adapter) -> WarmPlan | None:
     entry = PolicyCache(ctx.paths.state_dir).get(key)
     if entry is None:
@@ -269,7 +247,7 @@ def lookup(ctx: Context, key: str, opts: StartOptions, workspaces: tuple[str, ..
         data, fp = entry["policy"], entry["fingerprint"]
         if not isinstance(data, dict) or canon.fingerprint(data) != fp:
             return None
-        now = record(ctx, entry["lookup"], opts.provider, mode, cfg, workspaces, adapter)
+        now = record(ctx, entry["lookup"], opts.provider, mode, cfg, opts.workspaces, adapter)
         if now is not None and now["stat"] != entry["record"].get("stat"):
             # A new CLI version (or a touched one): hashed in a thread while the full resolution loads.
             identity.hash_ahead([f for f, *_ in now["stat"]], ctx.store)
@@ -286,13 +264,11 @@ def lookup(ctx: Context, key: str, opts: StartOptions, workspaces: tuple[str, ..
         return None
 
 
-def full(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: Mode, key: str | None,
-         cfg_digest: str) -> WarmPlan:
+def full(ctx: Context, opts: StartRequest, mode: Mode, key: str | None, cfg_digest: str) -> WarmPlan:
     """A miss: the full resolution, remembered under key (None: not cacheable)."""
     from . import plan, profiles  # pydantic and the profiles: only here
 
-    p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-                     network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
+    p = plan.resolve(ctx, opts)
     out = WarmPlan(PolicyView(as_data(p.policy)), p.fingerprint, p.adapter, list(p.resolved.argv), p.approval, False)
     if key is None:
         return out
@@ -300,7 +276,7 @@ def full(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...], mode: Mo
     rec = resolved_record(ctx, p)
     if rec is None or cfg_digest != load_config(ctx.paths.config_file)[1]:
         return out
-    if key != key_of(ctx, opts, workspaces, mode, cfg_digest, p.backend.path, p.unguarded):
+    if key != key_of(ctx, opts, mode, cfg_digest, p.backend.path, p.unguarded):
         return out
     if not loaded_is_installed():
         return out

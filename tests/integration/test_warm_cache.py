@@ -21,7 +21,7 @@ from tmuxjail.context import Context
 from tmuxjail.errors import TmuxjailError
 from tmuxjail.paths import Paths
 from tmuxjail.policy import as_data
-from tmuxjail.request import StartOptions, canonical_workspaces
+from tmuxjail.request import StartRequest
 from tmuxjail.tmux import Tmux
 
 pytestmark = pytest.mark.integration
@@ -87,24 +87,23 @@ class World:
         env = dict(os.environ)
         return Context(Tmux(socket_name="tj-warm-unused", env=env), env=env, paths=self.paths)
 
-    def workspaces(self, opts: StartOptions) -> tuple[str, ...]:
-        return canonical_workspaces(opts.workspaces, str(self.wss[0]))
+    def built(self, opts: StartRequest) -> StartRequest:
+        """The request as a start builds it: its workspaces canonical, from the first workspace."""
+        return StartRequest.build(str(self.wss[0]), **opts._asdict())
 
-    def warm(self, opts: StartOptions) -> warm.WarmPlan:
+    def warm(self, opts: StartRequest) -> warm.WarmPlan:
         """A start, as a fresh `tmuxjail start` process makes it (it loads the install as it is now)."""
         self.mp.setattr(warm, "_LOADED", warm._identity_now())
         ctx = self.ctx()
-        return warm.resolve(ctx, opts, self.workspaces(opts))
+        return warm.resolve(ctx, self.built(opts))
 
-    def full(self, opts: StartOptions) -> plan.Plan:
-        return plan.resolve(self.ctx(), opts.provider, opts.mode, self.workspaces(opts), opts.env_name,
-                            opts.capabilities, opts.restriction, network=opts.network, candidate=opts.candidate,
-                            allow_domains=opts.allow_domains)
+    def full(self, opts: StartRequest) -> plan.Plan:
+        return plan.resolve(self.ctx(), self.built(opts))
 
-    def approve(self, opts: StartOptions) -> None:
+    def approve(self, opts: StartRequest) -> None:
         """Approve exactly what a verified request runs (as `tmuxjail approve` records it)."""
-        p = plan.resolve(self.ctx(), opts.provider, "verified", self.workspaces(opts), opts.env_name,
-                         opts.capabilities, gate=False, network=opts.network, allow_domains=opts.allow_domains)
+        p = plan.resolve(self.ctx(), self.built(opts)._replace(mode="verified", restriction=None, candidate=None),
+                         gate=False)
         from tmuxjail import profiles
         from tmuxjail.net import policy as netpolicy
 
@@ -137,7 +136,7 @@ def same(hit: warm.WarmPlan, p: plan.Plan) -> None:
     assert (hit.approval or {}).get("id") == (p.approval or {}).get("id")
 
 
-def hit_then_same(w: World, opts: StartOptions) -> warm.WarmPlan:
+def hit_then_same(w: World, opts: StartRequest) -> warm.WarmPlan:
     """A miss that fills the cache, then a hit; both equal a full resolution made now."""
     first = w.warm(opts)
     second = w.warm(opts)
@@ -162,7 +161,7 @@ CONFIGS = (
 )
 
 
-def request(rng: random.Random, w: World) -> StartOptions:
+def request(rng: random.Random, w: World) -> StartRequest:
     provider = rng.choice(PROVIDERS)
     mode = rng.choice(["compatibility", "isolated", "verified", None])
     wss = tuple(str(p) for p in rng.sample(w.wss, rng.choice([1, 1, 2, 3])))
@@ -178,7 +177,7 @@ def request(rng: random.Random, w: World) -> StartOptions:
     domains = None
     if network == "proxy" or rng.random() < 0.1:  # elsewhere refused: --allow-domain needs a proxy
         domains = rng.choice([None, ("api.example.com",), ("*.example.org", "api.example.com")])
-    return StartOptions(provider=provider, mode=mode, workspaces=wss, env_name=rng.choice(["default", "work"]),
+    return StartRequest(provider=provider, mode=mode, workspaces=wss, env_name=rng.choice(["default", "work"]),
                         capabilities=caps, network=network, allow_domains=domains)
 
 
@@ -213,7 +212,7 @@ def test_a_hit_is_exactly_the_full_resolution_over_generated_requests(world):
 
 # -- changing any one input misses ---------------------------------------------------------------
 
-BASE = StartOptions(provider="pi", mode="isolated")
+BASE = StartRequest(provider="pi", mode="isolated")
 
 
 def _touch(p: Path) -> None:
@@ -254,15 +253,15 @@ CHANGES = {
     "an adapter": (lambda w: _touch(_installed("tmuxjail.adapters", "pi.py")), BASE),
     "XDG state dir": (lambda w: w.setenv(XDG_STATE_HOME=str(w.home / ".state2")), BASE),
     "HOME": (lambda w: (w.root / "home2").mkdir() or w.setenv(HOME=str(w.root / "home2")), BASE),
-    "mode": (lambda w: None, StartOptions(provider="pi", mode="compatibility")),
-    "provider": (lambda w: None, StartOptions(provider="codex", mode="isolated")),
-    "workspaces": (lambda w: None, lambda w: StartOptions(provider="pi", mode="isolated",
+    "mode": (lambda w: None, StartRequest(provider="pi", mode="compatibility")),
+    "provider": (lambda w: None, StartRequest(provider="codex", mode="isolated")),
+    "workspaces": (lambda w: None, lambda w: StartRequest(provider="pi", mode="isolated",
                                                           workspaces=(str(w.wss[0]), str(w.wss[1])))),
-    "env name": (lambda w: None, StartOptions(provider="pi", mode="isolated", env_name="other")),
-    "capabilities": (lambda w: None, StartOptions(provider="pi", mode="isolated",
+    "env name": (lambda w: None, StartRequest(provider="pi", mode="isolated", env_name="other")),
+    "capabilities": (lambda w: None, StartRequest(provider="pi", mode="isolated",
                                                   capabilities=("git-metadata-write",))),
-    "network": (lambda w: None, StartOptions(provider="pi", mode="isolated", network="none")),
-    "allowed domains": (lambda w: None, StartOptions(provider="pi", mode="isolated", network="proxy",
+    "network": (lambda w: None, StartRequest(provider="pi", mode="isolated", network="none")),
+    "allowed domains": (lambda w: None, StartRequest(provider="pi", mode="isolated", network="proxy",
                                                      allow_domains=("api.example.com",))),
     "the MAC key": (lambda w: (w.paths.state_dir / policycache.DIR / policycache.KEY_FILE).write_bytes(b"k" * 32), BASE),
 }
@@ -302,7 +301,7 @@ def test_a_changed_user_limit_misses(world):
 
 
 def test_a_revoked_approval_misses_and_refuses(world):
-    opts = StartOptions(provider="codex", mode="verified")
+    opts = StartRequest(provider="codex", mode="verified")
     world.approve(opts)
     hit_then_same(world, opts)
     assert world.ctx().store.revoke("codex")
@@ -315,7 +314,7 @@ def test_a_symlink_change_of_a_declared_path_misses(world):
     """verified mode binds the profile's host paths by their realpath: a link moved since is new."""
     from tmuxjail import profiles
 
-    opts = StartOptions(provider="codex", mode="verified", capabilities=tuple(profiles.load("codex").optional[:1]))
+    opts = StartRequest(provider="codex", mode="verified", capabilities=tuple(profiles.load("codex").optional[:1]))
     declared = plan.declared_paths(profiles.load("codex"), str(world.home))
     target = Path(declared[0])
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -338,8 +337,8 @@ def test_what_never_uses_the_cache(world):
     rules.write_text('allowed_modes = ["isolated"]\n')
     from tmuxjail import restrict
 
-    for opts in (StartOptions(provider="pi", mode="isolated", restriction=restrict.from_file(str(rules))),
-                 StartOptions(provider="pi", mode="isolated", trace=str(world.root / "t"))):
+    for opts in (StartRequest(provider="pi", mode="isolated", restriction=restrict.from_file(str(rules))),
+                 StartRequest(provider="pi", mode="isolated", trace=str(world.root / "t"))):
         assert not warm.cacheable(opts)
         assert not world.warm(opts).hit and not world.warm(opts).hit
     assert world.entries() == []
@@ -378,7 +377,7 @@ def _symlinked(w: World, entry: Path) -> None:
 
 def _other_keys_entry(w: World, entry: Path) -> None:
     """A valid entry of another request, renamed into this one's place."""
-    other = w.warm(StartOptions(provider="codex", mode="isolated"))
+    other = w.warm(StartRequest(provider="codex", mode="isolated"))
     assert not other.hit
     newest = max((p for p in w.entries() if p != entry), key=lambda p: p.stat().st_mtime_ns)
     os.replace(newest, entry)
@@ -488,13 +487,12 @@ FRESH = """
 import json, os, sys
 from tmuxjail import plan, warm
 from tmuxjail.context import Context
-from tmuxjail.request import StartOptions, canonical_workspaces
+from tmuxjail.request import StartRequest
 from tmuxjail.tmux import Tmux
 ctx = Context(Tmux(socket_name="tj-warm-unused", env=dict(os.environ)))
-opts = StartOptions(provider="pi", mode="isolated")
-ws = canonical_workspaces((), sys.argv[1])
-got = warm.resolve(ctx, opts, ws)
-p = plan.resolve(ctx, "pi", "isolated", ws, "default", ())
+opts = StartRequest.build(sys.argv[1], "pi", mode="isolated")
+got = warm.resolve(ctx, opts)
+p = plan.resolve(ctx, opts)
 print(json.dumps({"hit": got.hit, "fingerprint": got.fingerprint, "full": p.fingerprint}))
 """
 
@@ -513,7 +511,7 @@ def test_a_process_older_than_the_install_never_fills_the_cache(world, monkeypat
     held = profiles.load("pi")  # what this process loaded before the upgrade (here: a stale copy)
     monkeypatch.setattr(profiles, "load", lambda provider: held.model_copy(update={"profile_version": "0-old"}))
     _touch(_installed("tmuxjail.profile_data", "pi.toml"))  # the upgrade: the install changes on disk
-    assert not warm.resolve(world.ctx(), BASE, world.workspaces(BASE)).hit  # this old process starts one
+    assert not warm.resolve(world.ctx(), world.built(BASE)).hit  # this old process starts one
     proc = subprocess.run([sys.executable, "-P", "-c", FRESH, str(world.wss[0])], capture_output=True, text=True,
                           check=True, env=dict(os.environ, **world.vars))
     fresh = json.loads(proc.stdout)

@@ -40,6 +40,7 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
         # io (one owner each: OWNERS below)
         "tmuxjail.tmux", "tmuxjail.store", "tmuxjail.host", "tmuxjail.identity", "tmuxjail.paths", "tmuxjail.log",
         "tmuxjail.context", "tmuxjail.audit", "tmuxjail.stateaudit", "tmuxjail.doctor", "tmuxjail.policycache",
+        "tmuxjail.facts",
         "tmuxjail.conversation"),
      "side by side: the policy's pure computation and the one owner of each outside thing it reads"),
     ("use cases", ("tmuxjail.plan", "tmuxjail.status", "tmuxjail.warm"),
@@ -123,7 +124,7 @@ SEAMS = {
     ("tmuxjail.identity", "tmuxjail.model"): "ExecutableIdentity (pydantic): a warm start only locates",
     ("tmuxjail.context", "tmuxjail.store"): "the store (sqlite3) once a command asks for it",
     ("tmuxjail.menu", "tmuxjail.commands.start"): "a start-menu item: the policy code",
-    ("tmuxjail.menu", "tmuxjail.plan"): "a start-menu item: the policy code",
+    ("tmuxjail.menu", "tmuxjail.request"): "a start-menu item: the start request",
     ("tmuxjail.menu", "tmuxjail.commands.shell"): "the shell key: the policy code",
     ("tmuxjail.menu", "tmuxjail.commands.resume"): "a resume-menu item: the policy code",
     ("tmuxjail.menu", "tmuxjail.commands.stop"): "the stop prompt's answer",

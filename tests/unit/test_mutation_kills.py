@@ -1067,7 +1067,7 @@ def test_a_key_whose_inputs_cannot_be_read_caches_nothing(monkeypatch):
         def unreadable(*a, exc=exc):
             raise exc
         monkeypatch.setattr(warm, "inputs", unreadable)
-        assert warm.key_of(None, None, (), None, "", "/usr/bin/bwrap", False) is None
+        assert warm.key_of(None, None, None, "", "/usr/bin/bwrap", False) is None
 
 
 # -- survivors of the mutation run: netlog (show --network) -------------------------------------

@@ -42,7 +42,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     jailed = jail_panes(ctx, row)
     live = [p for p in jailed if p.pane_dead != "1"]
     try:
-        got = plan.recompute(ctx, row)
+        got = plan.may_run(ctx, row, approve=not live)  # a live CLI is only reattached: nothing is launched
     except ResumeRefused as exc:
         if live and not accept_changes:  # today's config cannot be read: reattaching launches nothing
             return _reattach(ctx, row, detach, exc.data.get("reasons") or ["config"])
@@ -50,8 +50,6 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     fp, pol, reasons = got.fingerprint, got.policy, got.reasons
     if fp != row.fingerprint and accept_changes and reasons and "tampered" not in reasons and pol is not None:
         return _accept_changes(ctx, row, fp, pol, reasons, detach, bool(live), ask)
-    if fp == row.fingerprint and pol is not None and pol.mode is Mode.verified and not live:
-        plan.still_approved(ctx, row, pol)
     if live:
         # Nothing is launched: the running CLI keeps the policy it started with. Only a relaunch
         # is refused after a change (28.12); the result says so.
@@ -71,20 +69,22 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
             hint = (f"the jail's limits differ today: the config's [limits], your own per-user limits (ulimit), "
                     f"or a session from before jails got a share of them (docs/resources.md); "
                     f"`tmuxjail resume {name} --accept-changes` runs it under today's, or start a new session")
-        raise plan.refuse(row, reasons,
-                          f"{name}: the policy changed since the session started ({plan.said(row, pol, reasons)}); "
-                          "refusing to resume", hint)
+        refused = got.refusal(row, "resume", hint)
+        assert refused is not None  # the policy changed
+        raise refused
+    if got.unapproved is not None:  # the same policy, no longer approved
+        raise got.unapproved
     assert pol is not None  # the recorded fingerprint comes with a policy
     # The pane is gone or dead: relaunch the CLI's own resume, in the same jail.
     adapter = get_adapter(row.provider)
-    r = row.request_data
+    r = row.start_request
     native_id = conversation.learn(ctx, row, adapter.conversation, jailed[0] if jailed else None)
     exe = adapter.own_sandbox_off(cli_argv_from_policy(pol), pol.mode, pol.backend)
-    ws = r["workspaces"][0]
+    ws = r.workspaces[0]
     rel = adapter.conversation_file(ws, native_id) if native_id else None
     began = not (rel and conversation.never_began(row.private_home or pol.home, rel))
     if began:
-        cli_argv = adapter.backend_resume_argv(pol.backend, exe, native_id, list(r.get("args", ())), pol.home, ws)
+        cli_argv = adapter.backend_resume_argv(pol.backend, exe, native_id, list(r.args), pol.home, ws)
     else:  # its id was given up front and no conversation began: the same id, new (resuming it fails)
         cli_argv = adapter.start_argv(exe, native_id, list(adapter.seatbelt_args if pol.backend == "seatbelt" else ()),
                                       pol.home, ws)
@@ -151,7 +151,7 @@ def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
     try:
         cfg = config.load(ctx.paths.config_file, env_network_applies=False)
         caps = tuple(old.get("capabilities", ()))
-        domains = netpolicy.declared(plan.profile_for(ctx, row.provider, row.request_data.get("candidate")), caps) \
+        domains = netpolicy.declared(plan.profile_for(ctx, row.provider, row.start_request.candidate), caps) \
             if row.mode == Mode.verified else ()
         steps = config.restore_network(row.mode, old, row.request_data or {}, cfg, str(ctx.paths.config_file), domains)
     except (TmuxjailError, KeyError):
@@ -164,15 +164,15 @@ def _network_hint(ctx: Context, row, pol: Policy | None) -> str:
 def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Policy, fp: str,
               detach: bool) -> str:
     """The new pane: respawned in place of the dead one, or in a new tmux session."""
-    r = row.request_data
+    ws = row.start_request.workspaces[0]
     if jailed:
-        ctx.tmux.respawn(jailed[0].pane_id, argv, r["workspaces"][0], options)
+        ctx.tmux.respawn(jailed[0].pane_id, argv, ws, options)
         return str(jailed[0].pane_id)
     if placement(row) != "session":
         # A stopped --here/--split jail: a new window of the session it came from, while it exists;
         # else a session of its own, named after it.
         if ctx.tmux.has_session(row.tmux_session):
-            return str(ctx.tmux.new_pane("window", f"={row.tmux_session}:", argv, r["workspaces"][0], options,
+            return str(ctx.tmux.new_pane("window", f"={row.tmux_session}:", argv, ws, options,
                                          detach=detach))
         if ctx.tmux.has_session(row.name):
             raise UsageError(f"{row.name}: the tmux session it came from ({row.tmux_session!r}) is gone, and a tmux "
@@ -180,7 +180,7 @@ def _relaunch(ctx: Context, row, jailed: list, argv: list[str], options, pol: Po
                              f"or start a new session")
         ctx.store.update_session(row.id, tmux_session=row.name)
         row = row._replace(tmux_session=row.name)
-    return str(ctx.tmux.new_session(row.tmux_session, argv, r["workspaces"][0], options,
+    return str(ctx.tmux.new_session(row.tmux_session, argv, ws, options,
                                     session_options=jail.session_options(row.id, fp),
                                     hooks=jail.session_hooks(row.id, pol)))
 

@@ -3,8 +3,6 @@ The window runs `tmuxjail _pane` (commands/pane.py), as the session's own new wi
 
 from __future__ import annotations
 
-import json
-
 from .. import jail, log, plan
 from ..context import Context, where_it_runs
 from ..errors import ResumeRefused, TmuxjailError, UsageError, refuse_inside_jail
@@ -29,7 +27,7 @@ def shell(ctx: Context, name: str, detach: bool = False) -> dict:
     if not ctx.tmux.has_session(row.tmux_session):
         raise UsageError(f"{row.name} is not running", hint=f"resume it first: tmuxjail resume {row.name}")
     pol = plan.checked(ctx, row, "open a shell in it", "shell-refused")  # refuse here, not in a dead pane
-    cwd = json.loads(row.request)["workspaces"][0]
+    cwd = row.start_request.workspaces[0]
     pane = ctx.tmux.new_pane("window", f"={row.tmux_session}:", jail.helper_argv(row.id, row.fingerprint), cwd,
                              {}, detach=True, window=f"{row.provider}-shell")
     failure = jail.wait_jailed(ctx.tmux, pane, jail.unguarded(pol))

@@ -19,7 +19,7 @@ from ..host import mac_layout
 from ..policyview import GIT_WRITE, as_data
 from ..registry import Mode
 from ..render import Result, interactive, policy_text
-from ..request import StartOptions, canonical_workspaces
+from ..request import StartRequest
 from ..tmux import DuplicateSession, check_name
 from . import Call
 
@@ -72,13 +72,13 @@ def warn_git_write(pol) -> None:
                          "at your next commit, cd or editor start\n")
 
 
-def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> dict:
+def dry_run(ctx: Context, opts: StartRequest) -> dict:
     """What a start would run, resolved in full (never from the cache); shows what would need
     approving rather than refusing."""
     from .. import plan  # the full resolution: pydantic, the profiles
 
-    p = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-                     gate=False, network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
+    workspaces = opts.workspaces
+    p = plan.resolve(ctx, opts, gate=False)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode, pol.backend)
@@ -109,16 +109,17 @@ def dry_run(ctx: Context, opts: StartOptions, workspaces: tuple[str, ...]) -> di
     return out
 
 
-def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> dict:
-    """place: where --here / --split put the jail (it joins the current session); else tmuxjail
-    creates and owns a session, whose default-command opens new panes in the same jail."""
+def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> dict:
+    """opts: built (StartRequest.build: its workspaces canonical). place: where --here / --split
+    put the jail (it joins the current session); else tmuxjail creates and owns a session, whose
+    default-command opens new panes in the same jail."""
     if opts.name is not None:
         check_name(opts.name)
-    workspaces = canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
+    workspaces = opts.workspaces
     if opts.dry_run:
-        return dry_run(ctx, opts, workspaces)
+        return dry_run(ctx, opts)
     # The policy of an unchanged request from the cache (no pydantic), else resolved in full.
-    p = warm.resolve(ctx, opts, workspaces)
+    p = warm.resolve(ctx, opts)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.argv, pol.mode, pol.backend)
@@ -138,19 +139,12 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
                               "(`tmuxjail prune` forgets stopped sessions)")
     # A tmux session of that name is refused by new-session itself (one tmux run less before
     # the pane): the row made meanwhile is then forgotten (DuplicateSession below).
-    request = {"provider": opts.provider, "mode": pol.mode.value, "workspaces": list(workspaces),
-               "env_name": opts.env_name, "capabilities": list(opts.capabilities), "args": list(opts.args),
-               "restriction": opts.restriction, "network": opts.network,
-               "allow_domains": opts.allow_domains}
-    if opts.candidate is not None:
-        request["candidate"] = opts.candidate
-    if place is not None:
-        request["placement"] = place.kind
+    stored = opts._replace(mode=pol.mode.value, placement=place.kind if place is not None else None)
     try:
         row = store.insert_session(
             name=name, provider=opts.provider, mode=jail.display_mode(pol), env_name=opts.env_name,
             workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol.data, sort_keys=True),
-            request=json.dumps(request), status="starting", native_id=native_id,
+            request=stored.to_json(), status="starting", native_id=native_id,
             private_home=pol.private_home, tmux_socket=ctx.tmux.socket,
             tmux_session=place.session if place else name, approval_id=p.approval["id"] if p.approval else None,
         )
@@ -187,14 +181,21 @@ def start(ctx: Context, opts: StartOptions, place: Placement | None = None) -> d
         return jail.settle(ctx, row.id, name, pane, spec, "start", pol, fp, opts.detach or place is not None)
 
 
-def options(call: Call) -> StartOptions:
+def options(call: Call) -> StartRequest:
     a = call.args
-    return StartOptions(
-        provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), name=a.name, env_name=a.env_name,
+    if a.name is not None:
+        check_name(a.name)  # before the workspaces, as always
+    return StartRequest.build(
+        cwd(call.ctx), a.provider, mode=a.mode, workspaces=tuple(a.workspace), name=a.name, env_name=a.env_name,
         capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
         dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend,
         restriction=restrict.from_file(a.restrict), network=a.network, candidate=a.candidate,
         allow_domains=domains(a))
+
+
+def cwd(ctx: Context) -> str:
+    """Where relative workspaces start from (the shell's $PWD, which keeps its symlinks)."""
+    return ctx.env.get("PWD") or os.getcwd()
 
 
 def domains(a) -> tuple[str, ...] | None:
@@ -238,14 +239,13 @@ def run(call: Call) -> Result:
     return Result(result, text, bring=result)
 
 
-def preflight(ctx: Context, opts: StartOptions) -> dict:
+def preflight(ctx: Context, opts: StartRequest) -> dict:
     """Everything a start checks, and nothing it does: never prompts, never launches (resolved in
     full, never from the cache)."""
     from .. import plan
 
-    workspaces = canonical_workspaces(opts.workspaces, ctx.env.get("PWD") or os.getcwd())
-    p: Plan = plan.resolve(ctx, opts.provider, opts.mode, workspaces, opts.env_name, opts.capabilities, opts.restriction,
-                     network=opts.network, candidate=opts.candidate, allow_domains=opts.allow_domains)
+    workspaces = opts.workspaces
+    p: Plan = plan.resolve(ctx, opts)
     return {"ok": True, "provider": opts.provider, "mode": p.policy.mode.value, "fingerprint": p.fingerprint,
             "workspace": workspaces[0], "capabilities": list(p.policy.capabilities),
             "approval": p.approval["id"] if p.approval else None}
@@ -253,8 +253,8 @@ def preflight(ctx: Context, opts: StartOptions) -> dict:
 
 def run_preflight(call: Call) -> Result:
     a = call.args
-    opts = StartOptions(
-        provider=a.provider, mode=a.mode, workspaces=tuple(a.workspace), env_name=a.env_name,
+    opts = StartRequest.build(
+        cwd(call.ctx), a.provider, mode=a.mode, workspaces=tuple(a.workspace), env_name=a.env_name,
         capabilities=tuple(a.capability), non_interactive=True, restriction=restrict.from_file(a.restrict),
         network=a.network, candidate=a.candidate, allow_domains=domains(a))
     result = preflight(call.ctx, opts)

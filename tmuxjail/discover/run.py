@@ -32,6 +32,7 @@ from ..pane.strace import CAP_FILE, STRACE
 from ..paths import ensure_private_dir
 from ..policy import BASE_ENV, never_passed
 from ..registry import Mode
+from ..request import StartRequest
 from ..subpath import inside
 from . import candidate as cand_mod
 from . import evidence as ev_mod
@@ -104,19 +105,19 @@ def start(ctx, provider: str, workspaces: tuple[str, ...], args: list[str], non_
     if not os.access(STRACE, os.X_OK):
         raise SandboxUnavailable(f"discovery traces the jail from outside with strace, and {STRACE} is missing",
                                  hint="sudo apt-get install -y strace   (then: tmuxjail doctor)")
-    ws = plan.canonical_workspaces(workspaces, ctx.env.get("PWD") or os.getcwd())
     mode = Mode.verified if replay_of else Mode.isolated
+    opts = StartRequest.build(ctx.env.get("PWD") or os.getcwd(), provider, mode=mode, workspaces=workspaces,
+                              env_name=env_name, detach=True, non_interactive=True, args=tuple(args),
+                              candidate=replay_of)
+    ws = opts.workspaces
     did, d = _new_id(ctx, provider, ws[0], replay_of)
     try:  # read by the launcher, which stops the run there (pane/strace.py, pane/tracecap.py)
         _write_new(d / CAP_FILE, str(config_mod.load(ctx.paths.config_file).trace_cap))
     except BaseException:
         shutil.rmtree(d, ignore_errors=True)
         raise
-    opts = plan.StartOptions(provider=provider, mode=mode, workspaces=ws, name=did, env_name=env_name,
-                                 detach=True, non_interactive=True, args=tuple(args),
-                                 trace=str(d / "trace"), candidate=replay_of)
     try:
-        result = start_session(ctx, opts)
+        result = start_session(ctx, opts._replace(name=did, trace=str(d / "trace")))
     except BaseException:
         shutil.rmtree(d, ignore_errors=True)
         raise
