@@ -1,8 +1,10 @@
 """The parser built from the commands' declarations is the parser tmuxjail had before they moved
 next to their commands (tests/unit/golden/parser.json, taken from the hand-built parser): every
 subcommand's option strings, dests, defaults, choices, nargs, metavars and help, and which options
-exclude each other. Regenerate after an intended change with TMUXJAIL_UPDATE_GOLDEN=1 and review
-the diff."""
+exclude each other. (One change was meant: preflight shares start's request arguments, so its help
+now says what each one is.) Regenerate after an intended change with TMUXJAIL_UPDATE_GOLDEN=1 and
+review the diff. Completion reads the same declarations: what it offers must be what the parser
+built from them holds."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import json
 import os
 from pathlib import Path
 
+from tmuxjail import completion
 from tmuxjail.cli.app import parser
+from tmuxjail.commands import table
 
 GOLDEN = Path(__file__).parent / "golden" / "parser.json"
 
@@ -48,3 +52,33 @@ def test_the_declared_parser_is_the_parser_of_before():
     for name in sorted(set(want["subcommands"]) | set(got["subcommands"])):
         assert got["subcommands"].get(name) == want["subcommands"].get(name), name
     assert got == want
+
+
+def _offered(p: argparse.ArgumentParser) -> dict:
+    """What completion offers for one parser, read from argparse itself (as completion did before
+    it read the declarations)."""
+    flags, values, positional = [], {}, []
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            positional.append(" ".join(a.choices))
+        elif a.option_strings:
+            flags += a.option_strings
+            if a.nargs != 0:
+                kind = (" ".join(a.choices) if a.choices else ":dir" if a.option_strings[-1] in completion.DIR_OPTS
+                        else ":file" if a.metavar in completion.FILE_METAVARS else "")
+                values.update(dict.fromkeys(a.option_strings, kind))
+        elif a.help != argparse.SUPPRESS:
+            positional.append(" ".join(c for c in a.choices if not c.startswith("_")) if a.choices
+                              else ":session" if a.dest in completion.SESSION_ARGS
+                              else " ".join(table.PROVIDERS) if a.dest == "provider" else "")
+    return {"flags": flags, "values": values, "positional": positional}
+
+
+def test_completion_offers_what_the_parser_holds():
+    whole = parser()
+    sub = next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction))
+    want = {"": _offered(whole), **{name: _offered(p) for name, p in sub.choices.items()}}
+    got = completion.spec(table)
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name] == want[name], name
