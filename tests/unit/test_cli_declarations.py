@@ -1,8 +1,8 @@
 """The parser built from the commands' declarations is the parser tmuxjail had before they moved
 next to their commands (tests/unit/golden/parser.json, taken from the hand-built parser): every
 subcommand's option strings, dests, defaults, choices, nargs, metavars and help, and which options
-exclude each other. (One change was meant: preflight shares start's request arguments, so its help
-now says what each one is.) Regenerate after an intended change with TMUXJAIL_UPDATE_GOLDEN=1 and
+exclude each other. (Two changes were meant: preflight shares start's request arguments, so its
+help now says what each one is; `menu --print --json`.) Regenerate after an intended change with TMUXJAIL_UPDATE_GOLDEN=1 and
 review the diff. Completion reads the same declarations: what it offers must be what the parser
 built from them holds."""
 
@@ -82,3 +82,21 @@ def test_completion_offers_what_the_parser_holds():
     assert list(got) == list(want)
     for name in want:
         assert got[name] == want[name], name
+
+
+def _options(p: argparse.ArgumentParser) -> dict:
+    return {a.dest: (a.option_strings, a.default, _plain(a.choices), a.nargs, a.metavar, type(a).__name__)
+            for a in p._actions}
+
+
+# start's arguments about the pane and the terminal, not about the jail it asks for
+PANE_ONLY = {"name", "detach", "here", "split", "client", "non_interactive", "dry_run", "backend"}
+
+
+def test_preflight_takes_every_argument_of_the_request_start_takes():
+    """preflight checks that a start would run: it must take what a start asks for, the same way
+    (same flags, defaults, choices), or a scheduled check would pass a request start refuses."""
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    start, preflight = _options(sub["start"]), _options(sub["preflight"])
+    assert set(start) - PANE_ONLY == set(preflight)
+    assert {d: start[d] for d in preflight} == preflight

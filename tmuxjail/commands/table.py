@@ -218,6 +218,7 @@ VERBS = (
              Arg("-c", dest="client", metavar="CLIENT", help="tmux client (bindings pass '#{client_name}')"),
              Arg("-t", dest="pane", metavar="PANE", help="tmux pane (bindings pass '#{pane_id}')"),
              Arg("--print", action="store_true", help="print the tmux command instead of running it"),
+             JSON.but(help="with --print: print the command as JSON, {\"command\": [its words]}"),
              Arg("rest", nargs="*", help=argparse.SUPPRESS))),  # _start PROVIDER MODE (a start-menu item)
     Verb("doctor", "doctor:run", "check what works here, and print the command that fixes the rest", "tmuxjail doctor", (
         Arg("--move-store-aside", action="store_true",
