@@ -43,8 +43,9 @@ def handler(name: str, table: dict[str, str] = COMMANDS, package: str = "tmuxjai
 
 def invoked(argv: list[str]) -> str | None:
     """The subcommand a command line runs, when the parser need hold only that one (a start from
-    a key binding should not build twenty subparsers). None, and so the whole parser, for help,
-    completion (generated from the parser), no command, and any top-level option but -L/-S/-v."""
+    a key binding should not build twenty subparsers). None, and so the whole parser, for help, no
+    command, and any top-level option but -L/-S/-v. (Completion reads commands/table.py, not the
+    parser.)"""
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
         word = argv[i]
@@ -54,7 +55,7 @@ def invoked(argv: list[str]) -> str | None:
             i += 1
         else:
             return None
-    if i >= len(argv) or argv[i] not in SUBCOMMANDS or argv[i] == "completion":
+    if i >= len(argv) or argv[i] not in SUBCOMMANDS:
         return None
     return None if "-h" in argv or "--help" in argv else argv[i]
 

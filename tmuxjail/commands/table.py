@@ -7,7 +7,7 @@ needs argparse's internals. Here rather than in each handler's module: building 
 from __future__ import annotations
 
 import argparse
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..registry import CERTIFIABLE, MODES, PROVIDERS
 
@@ -46,13 +46,16 @@ class OneOf(tuple):
     """Arguments that exclude each other (a mutually exclusive group)."""
 
 
-class Verb(NamedTuple):
-    name: str
-    handler: str  # "module:function" in tmuxjail.commands
-    help: str
-    example: str
-    args: tuple[Arg | OneOf, ...]
-    epilog: str = ""  # after the example
+class Verb:
+    """A command: its name, its handler ("module:function" in tmuxjail.commands), its help, an
+    example, its arguments, and more help after the example."""
+
+    __slots__ = ("args", "epilog", "example", "handler", "help", "name")
+
+    def __init__(self, name: str, handler: str, help: str, example: str, args: tuple[Arg | OneOf, ...],
+                 epilog: str = ""):
+        self.name, self.handler, self.help, self.example, self.args, self.epilog = (
+            name, handler, help, example, args, epilog)
 
     def arguments(self) -> list[Arg]:
         return [a for item in self.args for a in (item if isinstance(item, OneOf) else (item,))]
