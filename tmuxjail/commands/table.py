@@ -1,8 +1,9 @@
 """The command table: each command's handler ("module:function" in tmuxjail.commands), its help
 and the arguments it declares, as data. cli/app.py builds the parser from it (only the command a
 command line runs, or all of them for help), and completion.py reads the same data, so neither
-needs argparse's internals. Here rather than in each handler's module: building the whole parser
-(help, completion) must not import every handler's code (pydantic, sqlite3: ~0.2 s)."""
+needs argparse's internals. Here, beside the handler's name, rather than in each handler's module:
+help and completion need every command's arguments, and importing every handler's code for them
+(pydantic, sqlite3) took `--help` from 0.06 s to 0.24 s."""
 
 from __future__ import annotations
 
