@@ -1,6 +1,7 @@
-"""Shell completion scripts, generated from the argparse parser, so they cannot drift from it:
-every subcommand, every flag, the choices of each option and positional. Session names come from
-`tmuxjail list --json` at completion time. zsh uses the same function through bashcompinit."""
+"""Shell completion scripts, generated from the commands' declarations (commands/table.py), so they
+cannot drift from the parser built from the same: every subcommand, every flag, the choices of
+each option and positional. Session names come from `tmuxjail list --json` at completion time.
+zsh uses the same function through bashcompinit."""
 
 from __future__ import annotations
 
@@ -12,44 +13,46 @@ from .registry import PROVIDERS
 SESSION_ARGS = {"name"}  # positionals that take a session name
 DIR_OPTS = {"--workspace"}
 FILE_METAVARS = {"FILE", "DIR", "SOCKET_PATH"}
+HELP = ("-h", "--help")  # argparse's own, first on every parser
 
 
-def spec(parser: argparse.ArgumentParser) -> dict:
-    """{command: {"flags": [...], "values": {flag: words | ":dir" | ":file" | ""},
-    "positional": [words | ":session", ...]}}, plus "" for the top level."""
-    def walk(p):
-        flags, values, positional = [], {}, []
-        for a in p._actions:
-            if isinstance(a, argparse._SubParsersAction):
-                continue
-            if a.option_strings:
-                flags += a.option_strings
-                if a.nargs != 0:
-                    kind = (" ".join(a.choices) if a.choices else ":dir" if a.option_strings[-1] in DIR_OPTS
-                            else ":file" if a.metavar in FILE_METAVARS else "")
-                    for o in a.option_strings:
-                        values[o] = kind
-            elif a.help != argparse.SUPPRESS:
-                if a.choices:
-                    positional.append(" ".join(c for c in a.choices if not c.startswith("_")))
-                elif a.dest in SESSION_ARGS:
-                    positional.append(":session")
-                elif a.dest == "provider":
-                    positional.append(" ".join(PROVIDERS))
-                else:
-                    positional.append("")
-        return {"flags": flags, "values": values, "positional": positional}
+def walk(args) -> dict:
+    """{"flags": [...], "values": {flag: words | ":dir" | ":file" | ""}, "positional": [...]} of
+    declared arguments (commands/table.Arg: names, kw, flags, dest, takes_value)."""
+    flags, values, positional = list(HELP), {}, []
+    for a in args:
+        choices, metavar = a.kw.get("choices"), a.kw.get("metavar")
+        if a.flags:
+            flags += a.flags
+            if a.takes_value:
+                kind = (" ".join(choices) if choices else ":dir" if a.flags[-1] in DIR_OPTS
+                        else ":file" if metavar in FILE_METAVARS else "")
+                for o in a.flags:
+                    values[o] = kind
+        elif a.kw.get("help") != argparse.SUPPRESS:
+            if choices:
+                positional.append(" ".join(c for c in choices if not c.startswith("_")))
+            elif a.dest in SESSION_ARGS:
+                positional.append(":session")
+            elif a.dest == "provider":
+                positional.append(" ".join(PROVIDERS))
+            else:
+                positional.append("")
+    return {"flags": flags, "values": values, "positional": positional}
 
-    out = {"": walk(parser)}
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    out[""]["positional"] = [" ".join(sub.choices)]
-    for name, p in sub.choices.items():
-        out[name] = walk(p)
+
+def spec(table) -> dict:
+    """{command: walk(its arguments)}, plus "" for the top level, of a command table (the module
+    commands/table.py: COMMON, TOP, VERBS)."""
+    out = {"": walk([*table.COMMON, *table.TOP])}
+    out[""]["positional"] = [" ".join(v.name for v in table.VERBS)]
+    for verb in table.VERBS:
+        out[verb.name] = walk([*table.COMMON, *verb.arguments()])
     return out
 
 
-def bash(parser: argparse.ArgumentParser) -> str:
-    s = spec(parser)
+def bash(table) -> str:
+    s = spec(table)
     takes_value = sorted({f for c in s.values() for f in c["values"]})
     lines = [
         "_tmuxjail_sessions() {",
@@ -101,8 +104,8 @@ def bash(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines)
 
 
-def script(shell: str, parser: argparse.ArgumentParser) -> str:
-    text = bash(parser)
+def script(shell: str, table) -> str:
+    text = bash(table)
     if shell == "zsh":
         return "#compdef tmuxjail\nautoload -U +X bashcompinit && bashcompinit\n" + text
     return text

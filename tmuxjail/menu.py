@@ -34,7 +34,7 @@ import sys
 from . import log
 from .errors import TmuxjailError, UsageError
 from .registry import MODES, PROVIDERS
-from .render import error_text
+from .render import Result, error_text
 from .status import rows
 
 ACTIONS = ("start", "resume", "list", "shell", "policy", "stop")
@@ -266,18 +266,20 @@ def build(ctx, action: str, client: str | None, pane: str | None) -> list[str] |
 
 
 def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool,
-        rest: list[str] | None = None) -> int:
+        rest: list[str] | None = None) -> Result:
+    """What the action did, for the renderer: with --print, the command (words for --json, a
+    shell line otherwise); nothing else is printed (tmux would show it in view mode)."""
     try:
         check_ids(client, pane)
         if action == "_start":
             start_here(ctx, client, pane, rest or [])
-            return 0
+            return Result(None)
         if action == "_resume":
             resume_here(ctx, client, rest or [])
-            return 0
+            return Result(None)
         if action == "_stop":
             stop_here(ctx, rest or [])
-            return 0
+            return Result(None)
         if rest:
             raise UsageError(f"unexpected arguments: {' '.join(rest)}")
         argv = build(ctx, action, client, pane)
@@ -286,20 +288,18 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
 
             row = _jail_of(ctx, pane)
             if print_only:
-                print(shlex.join([*self_argv(ctx.tmux), "shell", row.id]))
-                return 0
+                return _printed([*self_argv(ctx.tmux), "shell", row.id])
             out = shell(ctx, row.id, detach=True)
             ctx.tmux.switch_client(client, out["shell_pane"])
-            return 0
+            return Result(None)
         if print_only:
-            print(shlex.join(["tmux", "-S", ctx.tmux.socket, *argv]))
-            return 0
+            return _printed(["tmux", "-S", ctx.tmux.socket, *argv])
         if argv[0] == "display-popup":
             # A popup blocks its tmux client until it closes: leave it to tmux.
             ctx.tmux.run_detached(*argv)
-            return 0
+            return Result(None)
         ctx.tmux.run(*argv)
-        return 0
+        return Result(None)
     except TmuxjailError as exc:
         if print_only or not (ctx.tmux.inside or client):
             raise
@@ -309,4 +309,8 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
             # display-message expands its text once: `#` doubled, and no control characters.
             msg = "".join(c if c.isprintable() else "?" for c in error_text(exc.message, exc.hint)).replace("#", "##")
             ctx.tmux.run("display-message", msg.replace("\n", " "), check=False)
-        return 0  # reported: a non-zero status would also put the pane in view mode
+        return Result(None)  # reported: a non-zero status would also put the pane in view mode
+
+
+def _printed(argv: list[str]) -> Result:
+    return Result({"command": argv}, shlex.join(argv))

@@ -1,6 +1,6 @@
 """The parser a command line gets: only its own subcommand's (a warm start builds one subparser,
-not twenty), which must parse, refuse and explain exactly as the whole parser does; help,
-completion and anything unusual get the whole parser."""
+not twenty), which must parse, refuse and explain exactly as the whole parser does; help and
+anything unusual get the whole parser (completion reads the declarations, not the parser)."""
 
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ LINES = [
     ["discover", "show", "codex-app-1", "--json"],
     ["attach", "app", "--json"], ["rename", "a", "b"], ["stop", "--all", "--workspace", "/w"],
     ["prune", "--homes", "--dry-run"], ["list", "--workspace", "/w", "--provider", "codex"],
-    ["menu", "_stop", "0e0e0e0e-0000-4000-8000-000000000000", "-c", "c"],
+    ["menu", "_stop", "0e0e0e0e-0000-4000-8000-000000000000", "-c", "c"], ["completion", "zsh"],
 ]
 
 
 def test_every_subcommand_is_covered():
-    assert {line[line.index(next(w for w in line if w in SUBCOMMANDS))] for line in LINES} == SUBCOMMANDS - {"completion"}
+    assert {line[line.index(next(w for w in line if w in SUBCOMMANDS))] for line in LINES} == SUBCOMMANDS
 
 
 @pytest.mark.parametrize("argv", LINES, ids=lambda a: " ".join(a))
@@ -59,10 +59,10 @@ def test_a_subcommands_help_is_the_same(capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    [], ["--help"], ["-h"], ["start", "--help"], ["start", "codex", "-h"], ["completion", "bash"], ["--version"],
+    [], ["--help"], ["-h"], ["start", "--help"], ["start", "codex", "-h"], ["--version"],
     ["-vL", "s", "start", "codex"], ["--verb", "start", "codex"], ["bogus"], ["-L"], ["-L", "s"],
 ])
-def test_help_completion_and_the_unusual_get_the_whole_parser(argv):
+def test_help_and_the_unusual_get_the_whole_parser(argv):
     assert invoked(argv) is None
 
 

@@ -10,6 +10,7 @@ import pytest
 from tmuxjail import completion, config, profiles
 from tmuxjail.adapters import get
 from tmuxjail.cli.app import parser
+from tmuxjail.commands import table
 from tmuxjail.errors import ConfigError
 from tmuxjail.model import Mode as ModelMode
 from tmuxjail.registry import CERTIFIABLE, MODES, PROVIDERS, Mode
@@ -41,7 +42,7 @@ def test_every_provider_has_an_adapter_and_a_profile():
 
 
 def test_completion_offers_every_provider():
-    words = completion.spec(parser())["start"]["positional"][0].split()
+    words = completion.spec(table)["start"]["positional"][0].split()
     assert words == list(PROVIDERS)
 
 

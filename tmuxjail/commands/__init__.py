@@ -1,5 +1,5 @@
-"""One thin module per verb. A handler takes a Call and returns a render.Result; cli.py maps
-command names to handlers (COMMANDS) and imports a handler's module only when it runs."""
+"""One thin module per verb. A handler takes a Call and returns a render.Result; commands/table.py declares
+each command's handler and arguments; cli/app.py imports a handler's module only when it runs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ class Call:
     """One command line: its parsed arguments, the words after `--`, the tmux server it names,
     and (made on first use) the Context it runs against."""
 
-    def __init__(self, args, passthrough: list[str], json_out: bool, tmux: Tmux, parser=None):
-        self.args, self.passthrough, self.json, self.tmux, self.parser = args, passthrough, json_out, tmux, parser
+    def __init__(self, args, passthrough: list[str], json_out: bool, tmux: Tmux):
+        self.args, self.passthrough, self.json, self.tmux = args, passthrough, json_out, tmux
         self._ctx: Context | None = None
 
     @property

@@ -1,11 +1,11 @@
-"""`tmuxjail completion bash|zsh`: the script, generated from the parser."""
+"""`tmuxjail completion bash|zsh`: the script, generated from the command table's declarations."""
 
 from __future__ import annotations
 
 from .. import completion
 from ..render import Result
-from . import Call
+from . import Call, table
 
 
 def run(call: Call) -> Result:
-    return Result(None, completion.script(call.args.shell, call.parser))
+    return Result(None, completion.script(call.args.shell, table))

@@ -10,9 +10,9 @@ from . import Call
 
 def run(call: Call) -> Result:
     log.setup(call.ctx.paths.log_file, call.opt("verbose", False))
-    return Result(None, None, code=discover_cli.run(call.ctx, call.args, call.passthrough, call.json))
+    return discover_cli.run(call.ctx, call.args, call.passthrough)
 
 
 def approve_candidate(call: Call) -> Result:
     log.setup(call.ctx.paths.log_file, call.opt("verbose", False))
-    return Result(None, None, code=discover_cli.approve_candidate(call.ctx, call.args, call.json))
+    return discover_cli.approve_candidate(call.ctx, call.args, call.json)

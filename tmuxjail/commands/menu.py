@@ -9,4 +9,4 @@ from . import Call
 
 def run(call: Call) -> Result:
     a = call.args
-    return Result(None, None, code=menu.run(call.ctx, a.action, a.client, a.pane, a.print, a.rest))
+    return menu.run(call.ctx, a.action, a.client, a.pane, a.print, a.rest)

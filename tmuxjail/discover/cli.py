@@ -1,44 +1,35 @@
 """The handlers of `discover ...` and `approve --candidate` (commands/discover.py calls them; the
-arguments are declared with the others in cli/app.py)."""
+arguments are declared in commands/table.py). Each returns a render.Result: its data for --json,
+its text otherwise; only a candidate's preview is printed here, before the question."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 from ..adapters import get
 from ..commands.approve import record
 from ..errors import UsageError
+from ..render import Result
 from . import run as r
 
 ACTIONS = ("show", "replay", "list")
 
 
-def run(ctx, args, passthrough: list[str], json_out: bool) -> int:
+def run(ctx, args, passthrough: list[str]) -> Result:
     target = args.target
     if target == "list":
         rows = r.listing(ctx)
-        if json_out:
-            _print(rows)
-        else:
-            for x in rows:
-                state = "finished" if x["finished"] else "running or unfinished"
-                kind = f"replay of {x['replay_of']}" if x["replay_of"] else x["mode"]
-                print(f"{x['id']:32} {x['provider']:12} {kind:24} {x['started_at']}  {state}")
-            if not rows:
-                print("no discoveries")
-        return 0
+        return Result(rows, "\n".join(map(_line, rows)) if rows else "no discoveries")
     if target in ("show", "replay") and not args.id:
         raise UsageError(f"discover {target} needs an ID", hint="see: tmuxjail discover list")
     if target == "show":
         d = r.show(ctx, args.id)
-        _print(d) if json_out else print(r.render(d))
-        return 0
+        return Result(d, r.render(d))
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     if target == "replay":
         m = r.replay(ctx, args.id, args.timeout)
-        return _observe(ctx, r, m, json_out)
+        return _observe(ctx, r, m)
     if args.id:
         raise UsageError(f"unexpected {args.id!r}: pass the CLI's arguments after --",
                          hint="tmuxjail discover codex --non-interactive -- exec \"run the tests\"")
@@ -47,32 +38,31 @@ def run(ctx, args, passthrough: list[str], json_out: bool) -> int:
         raise UsageError("discover attaches your terminal to the observed pane; without a terminal, "
                          "use --non-interactive (and --timeout)")
     m = r.start(ctx, target, tuple(args.workspace), passthrough, args.non_interactive, args.timeout, args.env_name)
-    return _observe(ctx, r, m, json_out)
+    return _observe(ctx, r, m)
 
 
-def _observe(ctx, r, m: dict, json_out: bool) -> int:
+def _line(x: dict) -> str:
+    state = "finished" if x["finished"] else "running or unfinished"
+    kind = f"replay of {x['replay_of']}" if x["replay_of"] else x["mode"]
+    return f"{x['id']:32} {x['provider']:12} {kind:24} {x['started_at']}  {state}"
+
+
+def _observe(ctx, r, m: dict) -> Result:
     if m["non_interactive"]:
         done = r.wait(ctx, m, m["timeout"] or r.TIMEOUT)
         r.finish(ctx, m["id"], timed_out=not done)
     elif r.attach_and_wait(ctx, m):
         r.finish(ctx, m["id"])
     else:
-        if json_out:
-            _print({"id": m["id"], "finished": False, "session": m["session"]})
-        else:
-            print(f"discovery {m['id']} still runs in tmux session {m['session']}; when the CLI has exited: "
-                  f"tmuxjail discover show {m['id']}")
-        return 0
+        return Result({"id": m["id"], "finished": False, "session": m["session"]},
+                      f"discovery {m['id']} still runs in tmux session {m['session']}; when the CLI has exited: "
+                      f"tmuxjail discover show {m['id']}")
     d = r.show(ctx, m["id"])
-    if json_out:
-        _print({"id": m["id"], "finished": True, "evidence": d["evidence_file"], "candidate": d.get("candidate"),
-                "replay_of": d.get("replay_of"), "proposed_changes": d.get("proposed_changes")})
-    else:
-        print(r.render(d))
-    return 0
+    return Result({"id": m["id"], "finished": True, "evidence": d["evidence_file"], "candidate": d.get("candidate"),
+                   "replay_of": d.get("replay_of"), "proposed_changes": d.get("proposed_changes")}, r.render(d))
 
 
-def approve_candidate(ctx, args, json_out: bool) -> int:
+def approve_candidate(ctx, args, json_out: bool) -> Result:
     """Shows the diff in human words; records the approval only after a yes typed on a terminal."""
     if args.yes:
         raise UsageError("approve --candidate takes no --yes: a discovered candidate is approved only by a human "
@@ -88,13 +78,8 @@ def approve_candidate(ctx, args, json_out: bool) -> int:
         raise UsageError("approving a discovered candidate needs a human at a terminal to confirm")
     if not r.confirm_on_terminal("Approve this candidate?"):
         print("not approved", file=out)
-        return 1
+        return Result(None, None, code=1)
     row = record(ctx, plan)
     use = f"tmuxjail start {args.provider} --mode verified --candidate {args.candidate}"
-    _print({**row, "candidate": args.candidate, "use": use}) if json_out else print(
-        f"approved ({row['id']}); use it with: {use}   (replay: tmuxjail discover replay {args.candidate})")
-    return 0
-
-
-def _print(data) -> None:
-    print(json.dumps(data, indent=2, sort_keys=True))
+    return Result({**row, "candidate": args.candidate, "use": use},
+                  f"approved ({row['id']}); use it with: {use}   (replay: tmuxjail discover replay {args.candidate})")
