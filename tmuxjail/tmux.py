@@ -70,10 +70,10 @@ class ClientCmd:
     os.environ, which other threads read meanwhile, is never touched.
 
     It is also the start path's stand-in for libtmux: `import libtmux` (its `__init__` imports
-    every object class) costs 51 ms more than this module on a warm start's path (median of 15
-    interleaved fresh interpreters, `-X importtime`, bench/libtmux_cost.py --lean; about 40 ms of
-    CPU per `start`), so tmuxjail's own commands do not import libtmux; the objects the API
-    hands out (`server_class`) do, and run through this too."""
+    every object class) would add 77 ms of imports (`-X importtime`) and 70 ms of CPU to a warm
+    start (235 against 165 ms; medians of 15 interleaved runs in fresh interpreters, load 5,
+    bench/libtmux_cost.py --lean), so tmuxjail's own commands do not import libtmux; the objects
+    the API hands out (`server_class`) do, and run through this too."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
         self.cmd = [str(a) for a in argv]
