@@ -115,8 +115,8 @@ def server_class() -> type[libtmux.Server]:
                 # field separator is not ASCII). libtmux puts -t after the command name: so do
                 # we, with -u before it.
                 where = ("-t", str(target)) if target is not None else ()
-                colors = {None: (), 256: ("-2",), 88: ("-8",)}.get(self.colors)
-                if colors is None:
+                colors = {256: ["-2"], 88: ["-8"]}.get(self.colors, []) if self.colors else []
+                if self.colors and not colors:
                     raise libtmux.exc.UnknownColorOption
                 server = [*colors, *([f"-f{self.config_file}"] if self.config_file else []),
                           *([f"-S{self.socket_path}"] if self.socket_path else []),

@@ -72,7 +72,8 @@ def fake_tmux(tmp_path):
 
 
 @pytest.mark.parametrize("where", [{"socket_name": "tj-x"}, {"socket_path": "/tmp/tj-x/s"},
-                                   {"socket_name": "tj-x", "config_file": "/dev/null", "colors": 256}])
+                                   {"socket_name": "tj-x", "config_file": "/dev/null", "colors": 256},
+                                   {"socket_path": "/tmp/tj-x/s", "colors": 88}])
 @pytest.mark.parametrize("target", [None, "%1"])
 def test_jail_server_runs_the_argv_libtmux_builds(fake_tmux, where, target):
     """JailServer.cmd runs what libtmux's Server.cmd would, with -u before the command name, and
