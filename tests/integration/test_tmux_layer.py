@@ -1,11 +1,12 @@
-"""The tmux layer (tmuxjail/tmux.py, through libtmux) keeps three properties, on a real tmux server
+"""The tmux layer (tmuxjail/tmux.py, as libtmux runs tmux) keeps three properties, on a real tmux server
 of the test's own (-L):
 
 - no shell ever parses a pane command, and no word of it is read as tmux syntax: a hostile word
   with `;`, `$()`, quotes or `#{}` reaches the pane literally (tmux itself ends a command at any
   argv word that ends in `;`);
 - a tmux server that tmuxjail starts, and every session it makes, gets no credential from this
-  process's environment, also when started through libtmux's own methods on tmuxjail's Server;
+  process's environment, also when started through libtmux's own methods on tmuxjail's Server,
+  and os.environ stays whole meanwhile for the process's other threads;
 - a new jailed pane gets remain-on-exit and its @tmuxjail_* options in the very tmux command that
   creates it: a command that exits at once leaves a dead pane carrying them."""
 
