@@ -4,6 +4,15 @@ sessions and `start`, this tree against the release before libtmux became the tm
 side in the same run, interleaved run by run.
 
     .venv/bin/python bench/libtmux_cost.py [--runs N] [--baseline-rev REV] [--baseline-venv DIR]
+    .venv/bin/python bench/libtmux_cost.py --lean [--runs N]
+
+--lean (issue 30.6): what keeping libtmux off the start path buys, this tree only. Three ways to
+run a start's tmux commands, interleaved run by run in fresh interpreters: none (tmuxjail's
+`ClientCmd`, no libtmux: what the tree does), lean (libtmux's `common` module without the
+package's `__init__`: the sys.modules load the tree had before) and full (`import libtmux`, the
+plain import). Each is timed as `-X importtime` of what it adds to `import tmuxjail.tmux` plus
+one tmux command, and as the wall and CPU time of a warm `tmuxjail start ... --detach` until the
+stand-in CLI is ready (the variant's import made first in the same process).
 
 The baseline is built from git (`git archive REV`, default: the parent of the commit that made
 libtmux a runtime dependency) into a venv of its own under --baseline-venv (default: a directory
@@ -148,6 +157,73 @@ print(t.fingerprint)
         w.tmux(*batch[:-1])
 
 
+LEAN = {
+    "none": "",
+    "lean": ("import importlib.util, sys\n"
+             "spec = importlib.util.find_spec('libtmux')\n"
+             "sys.modules['libtmux'] = importlib.util.module_from_spec(spec)\n"
+             "import libtmux.common, libtmux.exc\n"),
+    "full": "import libtmux\n",
+}
+START = "import sys\nfrom tmuxjail.cli import main\nsys.argv[0] = 'tmuxjail'\nsys.exit(main())\n"
+
+
+def import_us(py: str, pre: str, env: dict) -> tuple[int, float]:
+    """-X importtime: microseconds of imports the variant adds after tmuxjail.tmux, and the
+    interpreter's whole wall time."""
+    code = ("import tmuxjail.tmux as T\nimport sys\nsys.stderr.write('--MARK--\\n')\n" + pre +
+            "T.Tmux(socket_name='bench-none').version()\n")
+    t0 = time.perf_counter()
+    err = subprocess.run([py, "-P", "-X", "importtime", "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stderr
+    wall = time.perf_counter() - t0
+    after = err.partition("--MARK--\n")[2].splitlines()
+    # top-level imports only (one space of indent after the second |): their cumulative times
+    return sum(int(line.split("|")[1]) for line in after
+               if line.startswith("import time:") and line.split("|")[2].startswith(" ") and
+               not line.split("|")[2].startswith("  ")), wall
+
+
+def lean(runs: int) -> int:
+    py = sys.executable
+    base = Path(tempfile.mkdtemp(prefix="tmuxjail-bench-lean-"))
+    w = World(base / "w")
+    imp: dict[str, list[float]] = {k: [] for k in LEAN}
+    walls: dict[str, list[float]] = {k: [] for k in LEAN}
+    starts: dict[str, list[float]] = {k: [] for k in LEAN}
+    cpus: dict[str, list[float]] = {k: [] for k in LEAN}
+    try:
+        for _ in range(runs):
+            for k, pre in LEAN.items():
+                us, wall = import_us(py, pre, w.env)
+                imp[k].append(us / 1e6)
+                walls[k].append(wall)
+        w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
+        ws = base / "ws"
+        ws.mkdir()
+        for i in range(runs + 1):
+            for j, (k, pre) in enumerate(LEAN.items()):
+                got = until_ready([py, "-P", "-c", pre + START, "-L", w.socket, "start", "codex", "--mode", "isolated",
+                                   "--workspace", str(ws), "--name", f"s{j}-{i}", "--detach"], w.env, ws / READY)
+                if i:  # the first round warms the identity cache and the page cache
+                    starts[k].append(got[0])
+                    cpus[k].append(got[1])
+                w.tmux("kill-session", "-t", f"=s{j}-{i}")
+    finally:
+        w.kill()
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"tmuxjail libtmux on the start path — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; N={runs}; "
+          f"load average {os.getloadavg()[0]:.1f}; {py}")
+    print("none: ClientCmd, no libtmux | lean: libtmux.common without __init__ | full: import libtmux")
+    print(f"{'measurement':52}  " + "  ".join(f"{k:38}" for k in LEAN))
+    for what, by in (("-X importtime, added after tmuxjail.tmux", imp),
+                     ("interpreter: import tmuxjail.tmux + 1 tmux cmd, wall", walls),
+                     ("warm start codex --mode isolated → ready, wall", starts),
+                     ("warm start → ready, CPU of the CLI", cpus)):
+        print(f"{what:52}  " + "  ".join(f"{med(by[k]):38}" for k in LEAN))
+    return 0
+
+
 def med(xs: list[float]) -> str:
     return f"{statistics.median(xs) * 1000:7.1f} ms (min {min(xs) * 1000:6.1f}, max {max(xs) * 1000:6.1f})"
 
@@ -157,7 +233,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--baseline-rev")
     ap.add_argument("--baseline-venv", type=Path)
+    ap.add_argument("--lean", action="store_true", help="what keeping libtmux off the start path buys (issue 30.6)")
     a = ap.parse_args()
+    if a.lean:
+        return lean(a.runs)
     new = Path(sys.executable).parent / "tmuxjail"
     if not new.exists():
         sys.exit(f"bench: no tmuxjail next to {sys.executable}; run with the venv's python")

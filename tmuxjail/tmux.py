@@ -1,38 +1,33 @@
-"""The one module that talks to tmux, through libtmux: a `Server` per socket, and `Server.cmd`
-with argv words for every command. It selects the server as tmux does (-L / -S, else the server
+"""The one module that talks to tmux, with libtmux's command runner and argv words for every
+command, and libtmux's `Server` (per socket) for the API's objects. It selects the server as tmux does (-L / -S, else the server
 we are in, else the default) and only ever sets options on tmuxjail's own sessions, windows and
 panes. Three properties hold here, each pinned by a test:
 
 - No shell ever parses a pane command: tmux gets argv words and execs them itself. tmux splits
   its own argv at a word that ends in `;`, so such a data word is passed as `\\;` (`tmux_word`).
 - A tmux server tmuxjail starts inherits no credential: libtmux runs tmux with this process's
-  environment and takes no `env=`, so each call runs with `os.environ` narrowed to the client
-  variables (`client_environ`), as libtmux's own `new_session` narrows it for `$TMUX`.
+  environment and takes no `env=`, so every command runs through `ClientCmd`, libtmux's runner
+  with the client variables as `env=` (os.environ, which other threads read, stays as it is).
 - A new jailed pane has `remain-on-exit` and its `@tmuxjail_*` options from the same tmux command
   that creates it (a command list), so a command that exits at once leaves a dead pane.
 
-libtmux is loaded on the first tmux command, and only as much of it as that command needs: every
-command runs through libtmux's command runner (`libtmux.common.tmux_cmd`, what `Server.cmd` runs),
-loaded without the package's `__init__`, which imports every object class (about 60-80 ms of the
-import; `lean_libtmux`). The first use of a name of the package itself (`libtmux.Server`, the
-libtmux objects the API hands out) completes it. Paths that never reach tmux (`--version`, `list`
-with no server) load none of it; see bench/libtmux_cost.py.
+tmuxjail's own commands (start, list, stop...) run `ClientCmd` and import no libtmux: its
+`__init__` imports every object class, which a start would pay for nothing (the figure is at
+`ClientCmd`). The libtmux objects the API hands out come from `server_class`, which imports it.
+Paths that never reach tmux (`--version`, `list` with no server) run no tmux command at all.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
 import shutil
 import subprocess
-import sys
-import threading
 import time
 import typing as t
 from collections import namedtuple
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from .errors import TmuxjailError, UsageError
 
@@ -66,71 +61,31 @@ def tmux_word(word: str) -> str:
     return word[:-1] + "\\;" if word.endswith(";") else word
 
 
-_ENVIRON_LOCK = threading.RLock()
+class ClientCmd:
+    """One tmux client run, as libtmux's command runner (`libtmux.common.tmux_cmd`, what
+    `Server.cmd` runs) runs it: same Popen, decoding and lines (stdout without its trailing empty
+    lines, stderr without empty lines, has-session's error as its output), plus `env=`. libtmux
+    runs tmux with this process's environment and takes no `env=`; a server that tmuxjail starts
+    inherits its client's environment, so every command gets the narrowed one here, and
+    os.environ, which other threads read meanwhile, is never touched.
 
+    It is also the start path's stand-in for libtmux: `import libtmux` (its `__init__` imports
+    every object class) would add 77 ms of imports (`-X importtime`) and 70 ms of CPU to a warm
+    start (235 against 165 ms; medians of 15 interleaved runs in fresh interpreters, load 5,
+    bench/libtmux_cost.py --lean), so tmuxjail's own commands do not import libtmux; the objects
+    the API hands out (`server_class`) do, and run through this too."""
 
-@contextlib.contextmanager
-def client_environ(env: Mapping[str, str]) -> Iterator[None]:
-    """os.environ is exactly `env` for the duration (libtmux starts tmux with this process's
-    environment). Other threads see the narrowed environment meanwhile; one call at a time."""
-    with _ENVIRON_LOCK:
-        saved = dict(os.environ)
-        if saved == env:
-            yield
-            return
-        os.environ.clear()
-        os.environ.update(env)
-        try:
-            yield
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-
-
-_LEAN_LOCK = threading.RLock()
-
-
-def lean_libtmux() -> None:
-    """Put the libtmux package into sys.modules without running its `__init__`, so that its
-    submodules (`libtmux.common`, `libtmux.exc`) import alone. The package's own names (Server,
-    Session, ...) are made on their first use: then `__init__` runs, in the same module object."""
-    with _LEAN_LOCK:
-        if "libtmux" in sys.modules:
-            return
-        import importlib.util
-
-        spec = importlib.util.find_spec("libtmux")
-        if spec is None or spec.loader is None or not spec.submodule_search_locations:
-            raise TmuxjailError("libtmux is not installed", hint="reinstall tmuxjail (libtmux is a dependency)")
-        pkg = importlib.util.module_from_spec(spec)
-        loader = spec.loader
-        submodules = {n.partition(".")[0] for d in spec.submodule_search_locations for n in os.listdir(d)}
-
-        def complete(name: str) -> t.Any:
-            if name in submodules:  # `from libtmux import exc` then imports the submodule
-                raise AttributeError(name)
-            with _LEAN_LOCK:
-                if pkg.__dict__.pop("__getattr__", None) is not None:
-                    try:
-                        loader.exec_module(pkg)
-                    except BaseException:
-                        pkg.__dict__["__getattr__"] = complete
-                        raise
-            try:
-                return pkg.__dict__[name]
-            except KeyError:
-                raise AttributeError(f"module 'libtmux' has no attribute {name!r}") from None
-
-        pkg.__dict__["__getattr__"] = complete
-        sys.modules["libtmux"] = pkg
-
-
-def tmux_cmd() -> type[libtmux.common.tmux_cmd]:
-    """libtmux's command runner (Server.cmd runs it), without the rest of libtmux."""
-    lean_libtmux()
-    import libtmux.common
-
-    return libtmux.common.tmux_cmd
+    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+        self.cmd = [str(a) for a in argv]
+        self.process = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        encoding="utf-8", errors="backslashreplace", env=env)
+        stdout, stderr = self.process.communicate()
+        self.returncode = self.process.returncode
+        lines = stdout.split("\n")
+        while lines and lines[-1] == "":
+            lines.pop()
+        self.stderr = [line for line in stderr.split("\n") if line]
+        self.stdout = [self.stderr[0]] if "has-session" in self.cmd and self.stderr and not lines else lines
 
 
 _SERVER_CLASS: type[libtmux.Server] | None = None
@@ -142,20 +97,37 @@ def server_class() -> type[libtmux.Server]:
     global _SERVER_CLASS
     if _SERVER_CLASS is None:
         import libtmux
+        import libtmux.common
+        import libtmux.exc
+
+        class JailCmd(ClientCmd, libtmux.common.tmux_cmd):
+            """ClientCmd, typed as the tmux_cmd that Server.cmd returns."""
 
         class JailServer(libtmux.Server):
             def __init__(self, *args: t.Any, client_env: Mapping[str, str], **kwargs: t.Any) -> None:
                 self.client_env = client_env
                 super().__init__(*args, **kwargs)
 
-            def cmd(self, cmd: str, *args: t.Any, target: str | int | None = None) -> t.Any:
-                # -u: the bytes as they are under any locale; under LC_ALL=C tmux prints `_` for
-                # each non-ASCII or control character (a pane's directory would read as another
-                # path, and libtmux's own field separator is not ASCII). libtmux puts -t after
-                # the command name: so do we, with -u before it.
+            def cmd(self, cmd: str, *args: t.Any, target: str | int | None = None) -> libtmux.common.tmux_cmd:
+                # The argv libtmux's Server.cmd builds, run with env=. -u: the bytes as they are
+                # under any locale; under LC_ALL=C tmux prints `_` for each non-ASCII or control
+                # character (a pane's directory would read as another path, and libtmux's own
+                # field separator is not ASCII). libtmux puts -t after the command name: so do
+                # we, with -u before it.
                 where = ("-t", str(target)) if target is not None else ()
-                with client_environ(self.client_env):
-                    return super().cmd("-u", cmd, *where, *args)
+                colors = {256: ["-2"], 88: ["-8"]}.get(self.colors, []) if self.colors else []
+                if self.colors and not colors:
+                    raise libtmux.exc.UnknownColorOption
+                server = [*colors, *([f"-f{self.config_file}"] if self.config_file else []),
+                          *([f"-S{self.socket_path}"] if self.socket_path else []),
+                          *([f"-L{self.socket_name}"] if self.socket_name else [])]
+                tmux_bin = self.tmux_bin or shutil.which("tmux")
+                try:
+                    if not tmux_bin:
+                        raise FileNotFoundError
+                    return JailCmd([tmux_bin, *server, "-u", cmd, *where, *args], self.client_env)
+                except FileNotFoundError:
+                    raise libtmux.exc.TmuxCommandNotFound from None
 
         _SERVER_CLASS = JailServer
     return _SERVER_CLASS
@@ -286,15 +258,11 @@ class Tmux:
         return self._server
 
     def _exec(self, args: list[str], check: bool = True) -> subprocess.CompletedProcess:
-        """One tmux invocation of these words, as they are, through libtmux."""
-        runner = tmux_cmd()
-        import libtmux.exc
-
+        """One tmux invocation of these words, as they are, as libtmux's runner runs it."""
         try:
-            # As Server.cmd runs it, with the same -u as JailServer.cmd and the same narrowing.
-            with client_environ(self.env):
-                out = runner(*self.base, "-u", *args, tmux_bin=self.require())
-        except (libtmux.exc.LibTmuxException, OSError) as exc:
+            # The same -u as JailServer.cmd, and the same narrowed environment.
+            out = ClientCmd([self.require(), *self.base, "-u", *args], self.env)
+        except OSError as exc:
             raise TmuxjailError(f"tmux {args[0]}: {exc or type(exc).__name__}") from None
         proc = subprocess.CompletedProcess(
             args, out.returncode, "".join(f"{line}\n" for line in out.stdout),

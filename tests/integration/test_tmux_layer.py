@@ -1,17 +1,19 @@
-"""The tmux layer (tmuxjail/tmux.py, through libtmux) keeps three properties, on a real tmux server
+"""The tmux layer (tmuxjail/tmux.py, as libtmux runs tmux) keeps three properties, on a real tmux server
 of the test's own (-L):
 
 - no shell ever parses a pane command, and no word of it is read as tmux syntax: a hostile word
   with `;`, `$()`, quotes or `#{}` reaches the pane literally (tmux itself ends a command at any
   argv word that ends in `;`);
 - a tmux server that tmuxjail starts, and every session it makes, gets no credential from this
-  process's environment, also when started through libtmux's own methods on tmuxjail's Server;
+  process's environment, also when started through libtmux's own methods on tmuxjail's Server,
+  and os.environ stays whole meanwhile for the process's other threads;
 - a new jailed pane gets remain-on-exit and its @tmuxjail_* options in the very tmux command that
   creates it: a command that exits at once leaves a dead pane carrying them."""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -86,7 +88,34 @@ def test_a_server_tmuxjail_starts_inherits_no_credential(secret_environ):
     tmux = Tmux(socket_name=env.socket)
     tmux.new_session("cred", ["sleep", "60"], str(env.ws), {"@tmuxjail_id": "c"})
     _no_secret(env, "=cred")
-    assert os.environ["OPENAI_API_KEY"] == SECRET  # narrowed for tmux only, then given back
+    assert os.environ["OPENAI_API_KEY"] == SECRET  # narrowed for tmux only
+
+
+def test_other_threads_never_see_the_client_environment(secret_environ):
+    """The tmux client gets the narrowed environment as its own: os.environ stays whole for the
+    threads that read it meanwhile (a warm start hashes in a thread; API users run threads)."""
+    env = secret_environ
+    tmux = Tmux(socket_name=env.socket)
+    missed: list[str | None] = []  # what another thread read instead of the secret
+    done = threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            if (got := os.environ.get("OPENAI_API_KEY")) != SECRET and not missed:
+                missed.append(got)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        tmux.new_session("thr", ["sleep", "60"], str(env.ws), {"@tmuxjail_id": "t"})
+        for _ in range(10):
+            tmux.run("display-message", "-p", "x")
+            tmux.server.cmd("display-message", "-p", "x")
+    finally:
+        done.set()
+        thread.join()
+    assert missed == []
+    _no_secret(env, "=thr")
 
 
 @LIBTMUX_OBJECTS
