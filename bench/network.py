@@ -245,7 +245,7 @@ def bench_transfer(base: Path, runs: int, mb: int) -> dict:
     (d / "net").mkdir(parents=True)
     (d / "bridge.py").write_text(netbridge.BRIDGE)
     (d / "client.py").write_text(CLIENT)
-    code = ("import sys; from tmuxjail import netproxy; "
+    code = ("import sys; from tmuxjail.net import proxy as netproxy; "
             "l, p = netproxy.listen(sys.argv[1]); print(p, flush=True); "
             "netproxy.Proxy(('*',), (('up.test', '127.0.0.1', True),), sys.argv[1]).serve(l)")
     (d / "flooder.py").write_text(FLOODER)

@@ -23,9 +23,11 @@ from .sandbox.bwrap import FIXED_PATHS, TOP_LINKS
 from .subpath import below, inside, inside_any
 
 ETC_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
-# Walked for what others cannot read when tmuxjail runs as root (uid 0 in the jail owns it all).
-# /usr is not walked: 138k entries, ~0.9 s warm here, and Debian ships nothing secret there.
-ROOT_WALK = ("/etc", "/opt")
+# Walked for what others cannot read when tmuxjail runs as root (uid 0 in the jail owns it all),
+# with the /opt trees the jail gets (bwrap.opt_trees): never all of /opt, whose size is the
+# host's (38,000 entries of npm trees and venvs cost a root start ~330 ms). /usr is not walked:
+# 138k entries, ~0.9 s warm here, and Debian ships nothing secret there.
+ROOT_WALK = ("/etc",)
 PACKAGES = ("tmuxjail", "tmuxjail.adapters", "tmuxjail.profile_data")  # what tmuxjail installs
 
 
@@ -100,7 +102,18 @@ def root_only_walked(roots: tuple[str, ...] = ROOT_WALK) -> tuple[tuple[str, ...
     return root_only(roots)
 
 
-def layout(tmux_socket: str | None, env: dict) -> HostLayout:
+def root_only_with(opt: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """root_only() of ROOT_WALK (walked ahead) and of the /opt trees a jail gets (walked here:
+    they are the CLI's own, known once its policy is)."""
+    files, dirs = root_only_walked()
+    if not opt:
+        return files, dirs
+    more_files, more_dirs = root_only(opt)
+    return tuple(sorted({*files, *more_files})), tuple(sorted({*dirs, *more_dirs}))
+
+
+def layout(tmux_socket: str | None, env: dict, opt: tuple[str, ...] = ()) -> HostLayout:
+    """The host's layout for a jail; opt: the /opt trees it gets (bwrap.opt_trees)."""
     top: dict[str, str] = {}
     for p in TOP_LINKS:
         if os.path.islink(p):
@@ -129,7 +142,7 @@ def layout(tmux_socket: str | None, env: dict) -> HostLayout:
     secrets = {p for p in ETC_SECRETS if os.path.isfile(p)}
     hidden_dirs: tuple[str, ...] = ()
     if uid == 0:
-        unreadable, hidden_dirs = root_only_walked()
+        unreadable, hidden_dirs = root_only_with(opt)
         secrets.update(unreadable)
     tmux_dirs = tuple(sorted(d for d in dirs if os.path.isdir(d)))
     # Our own server may not run yet: tmuxjail starts it before the jail, so mask it anyway.

@@ -77,8 +77,9 @@ def build(ctx: Context, pol: Policy, cli_argv: list[str]) -> Launch:
     """The sandbox argv around cli_argv (the CLI's own argv when there is no sandbox)."""
     if unguarded(pol):
         return Launch(cli_argv, None)
-    layout = host_layout(ctx.tmux.socket, ctx.env)
-    return Launch(bwrap.find().wrap(as_data(pol), cli_argv, layout), layout)
+    data = as_data(pol)
+    layout = host_layout(ctx.tmux.socket, ctx.env, bwrap.opt_trees(data))
+    return Launch(bwrap.find().wrap(data, cli_argv, layout), layout)
 
 
 def pane_argv(fp: str, spec: Path) -> list[str]:

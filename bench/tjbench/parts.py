@@ -224,6 +224,77 @@ def limits(b: Bench) -> None:
                 target=1.05)
 
 
+BIG_OPT_ENTRIES = 38_000  # the /opt of issue 30.7: a few npm trees and virtual environments
+
+
+def _npm_like(root: Path, entries: int) -> int:
+    """Fill root with about `entries` names shaped like npm trees (a package: its directory,
+    package.json, index.js, README.md, LICENSE, lib/, lib/main.js) in four apps; the count made."""
+    made, apps = 0, 4
+    for a in range(apps):
+        mods = root / f"app{a}" / "node_modules"
+        mods.mkdir(parents=True)
+        made += 2
+        for j in range((entries - 2 * apps) // (7 * apps)):
+            pkg = mods / f"pkg-{j}"
+            (pkg / "lib").mkdir(parents=True)
+            for name in ("package.json", "index.js", "README.md", "LICENSE", "lib/main.js"):
+                (pkg / name).write_bytes(b"{}\n")
+            made += 7
+    return made
+
+
+def big_opt(b: Bench) -> None:
+    """A warm root start with /opt holding ~38,000 more entries (a temporary /opt/tjbench-big-*,
+    moved in before and out after each of its runs) against the same start without it,
+    interleaved run by run, alternating which goes first. Target (issue 30.7): <= 1.05x."""
+    import tempfile
+
+    n, res = b.n, b.results
+    name = "tmuxjail start → ready as root, /opt with 38,000 more entries (warm)"
+    if os.getuid() != 0:
+        res.add("start", name, "s", [], note="skipped: only a root start walks for root-only files")
+        return
+    staged = Path(tempfile.mkdtemp(prefix="tjbench-big-", dir="/var/tmp"))
+    target = Path("/opt") / staged.name
+    try:
+        if not Path("/opt").is_dir() or os.stat("/opt").st_dev != staged.stat().st_dev:
+            res.add("start", name, "s", [], note="skipped: /opt is missing or not on /var/tmp's filesystem")
+            return
+        made = _npm_like(staged / "tree", BIG_OPT_ENTRIES)
+        w = b.world("bigopt")
+        make_standin(w.bin / "codex", SMALL_SIZE)
+        ws = w.workspace("ws")
+        w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
+
+        def one(label: str, i: int) -> float | None:
+            if label == "big":
+                os.rename(staged / "tree", target)
+            try:
+                t = _started(time_until_ready(w.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws),
+                                                   "--name", f"{label}{i}", "--detach"), w.env, ws / READY),
+                             f"tmuxjail start (/opt {label})")
+            finally:
+                if label == "big":
+                    os.rename(target, staged / "tree")
+            w.kill_session(f"{label}{i}")
+            return t.ready
+
+        for label in ("big", "plain"):  # warm-up, not counted: fills the policy and identity caches
+            one(label, 0)
+        got: dict[str, list[float | None]] = {"big": [], "plain": []}
+        for i in range(1, n + 1):
+            for label in (("big", "plain") if i % 2 else ("plain", "big")):
+                got[label].append(one(label, i))
+        w.tmux("kill-server", check=False)
+        row = res.add("start", name, "s", got["big"],
+                      note=f"{made} entries in {target} (npm-like trees), the CLI outside /opt (issue 30.7)")
+        row.compare("same, without the big tree", got["plain"], target=1.05)
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(staged, ignore_errors=True)
+
+
 # -- 1b. the in-pane launcher, to its exec of bwrap (issue 18.3) --------------------------------
 
 LAUNCH_STUB = ("import sys, os; sys.path[:0] = [{root!r}]; os.execve = lambda *a: os._exit(0); "
@@ -604,6 +675,6 @@ def work(b: Bench) -> None:
 
 
 PARTS: dict[str, Callable[[Bench], None]] = {
-    "start": start, "limits": limits, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
+    "start": start, "limits": limits, "bigopt": big_opt, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
     "cli": cli, "work": work, "firstscreen": firstscreen,
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ..sandbox.bwrap import seal_start
+from ..sandbox.bwrap import opt_trees, seal_start
 
 PORT = 3128
 SOCKET = "/run/tmuxjail/proxy.sock"  # strict modes: /run is the jail's own tmpfs
@@ -105,9 +105,9 @@ def jail_paths(policy: dict, host_path: str) -> tuple[str, str]:
 
 def python_for_jail(policy: dict, own: str) -> str | None:
     """An interpreter the bridge can run inside this jail: the launcher's own when it lives (with
-    its standard library) under the read-only system dirs every strict jail sees, else
-    /usr/bin/python3; None when there is none."""
-    visible = ("/usr/", "/opt/") if policy["mode"] != "compatibility" else ("/",)
+    its standard library) under the read-only system dirs this strict jail sees (/usr and the /opt
+    trees it gets), else /usr/bin/python3; None when there is none."""
+    visible = ("/usr/", *(t + "/" for t in opt_trees(policy))) if policy["mode"] != "compatibility" else ("/",)
     real = os.path.realpath(own)
     if real.startswith(visible) and os.access(real, os.X_OK):
         return real

@@ -20,9 +20,10 @@ class HostLayout:
     tmux_dirs: tuple[str, ...]
     tmux_files: tuple[str, ...]
     # Secret files in /etc that exist (masked in strict modes: root in the jail could read them);
-    # when tmuxjail runs as root, also every file under /etc and /opt that others cannot read.
+    # when tmuxjail runs as root, also every file under /etc and the /opt trees the jail gets
+    # (bwrap.opt_trees) that others cannot read.
     etc_secrets: tuple[str, ...]
-    # Directories under /etc and /opt that others cannot enter or list (root-run only).
+    # Directories there that others cannot enter or list (root-run only).
     root_only_dirs: tuple[str, ...]
     # Directory that /etc/resolv.conf points into, when it is a symlink out of /etc.
     resolv_dir: str | None

@@ -112,7 +112,7 @@ class Bwrap:
                 out += ["--ro-bind", top, top]
             elif kind:
                 out += ["--symlink", kind, top]
-        out += ["--ro-bind", "/etc", "/etc", "--ro-bind-try", "/opt", "/opt"]
+        out += ["--ro-bind", "/etc", "/etc", *_opt_binds(policy)]
         lim = limits(policy)
         out += [*PROC, *_dev(policy)]
         out += [*_tmpfs("/tmp", lim["tmp_bytes"]), *_tmpfs("/var/tmp", lim["tmp_bytes"]),
@@ -178,6 +178,29 @@ class Bwrap:
             if within is None or inside_any(f, within):
                 out += ["--ro-bind", "/dev/null", f]
         return out
+
+
+def opt_trees(policy: dict[str, Any]) -> tuple[str, ...]:
+    """What a strict jail gets of /opt: each top-level entry holding one of the CLI's install
+    roots, its executable or its interpreter (resolved paths, all in the policy, so fingerprinted;
+    /opt whole when one of them is /opt itself). Nothing else of /opt is mounted, so a root-run
+    start looks for root-only files in these trees only (host.layout), never in all of /opt."""
+    exe = policy.get("executable") or {}
+    paths = (*policy.get("install_roots", ()), exe.get("path", ""), *(e[0] for e in exe.get("extra", ())))
+    out: set[str] = set()
+    for path in paths:
+        if inside_any(path, ("/opt",)):
+            top = path[len("/opt/"):].split("/", 1)[0]
+            out.add("/opt/" + top if top not in ("", ".", "..") else "/opt")
+    return ("/opt",) if "/opt" in out else tuple(sorted(out))
+
+
+def _opt_binds(policy: dict[str, Any]) -> list[str]:
+    """The /opt trees the jail gets, read-only. Not -try: each held a resolved path at start."""
+    out: list[str] = []
+    for tree in opt_trees(policy):
+        out += ["--ro-bind", tree, tree]
+    return out
 
 
 def _state_binds(policy: dict[str, Any]) -> list[str]:
