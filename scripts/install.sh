@@ -10,6 +10,9 @@ needs "tmux:command -v tmux" \
   "python3-venv:python3 -c 'import ensurepip'"
 venv="${XDG_DATA_HOME:-$HOME/.local/share}/tmuxjail-venv"
 python3 -m venv "$venv"
+# setuptools reuses build/lib: a module moved or removed since the last install would be
+# installed again from there.
+rm -rf build
 "$venv/bin/pip" install -q --disable-pip-version-check .
 mkdir -p "$HOME/.local/bin"
 ln -sf "$venv/bin/tmuxjail" "$HOME/.local/bin/tmuxjail"

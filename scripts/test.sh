@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 ./scripts/test-needs.sh
 # A real install (not editable), so the packaging of adapters/ and profiles/ is tested too.
 python3 -m venv .venv
+# setuptools reuses build/lib: a module moved or removed since the last install would be
+# installed again from there.
+rm -rf build
 .venv/bin/pip install -q --disable-pip-version-check '.[test]'
 # The host tools the workspace-trust tests run after a jail (tests/adversarial/test_workspace_trust.py):
 # pre-commit from PyPI into the test venv (lefthook, from npm, is in test-needs.sh). Not fatal:
