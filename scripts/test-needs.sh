@@ -14,7 +14,8 @@ needs "tmux:command -v tmux" \
   "openssh-client:command -v ssh-agent" \
   "python3-venv:python3 -c 'import ensurepip'" \
   "python3:test -x /usr/bin/python3" \
-  "curl:command -v curl"
+  "curl:command -v curl" \
+  "iproute2:command -v ip"
 # lefthook, a host tool the workspace-trust tests run after a jail: not fatal (those actions skip).
 command -v lefthook >/dev/null 2>&1 || { command -v npm >/dev/null 2>&1 && npm install -g -s lefthook@1 >/dev/null 2>&1; } \
   || echo "test.sh: lefthook not installed"

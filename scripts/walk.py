@@ -11,7 +11,8 @@ cache misses: the full resolution), a second start (the warm start, from the cac
 first session stopped and resumed. A call is on the walk when one of its arguments holds the
 workspace's path (a string, or a tuple, list or dict holding it, two levels deep). The walk ends
 with the last call into tmuxjail.sandbox.bwrap. "Entries" counts how many times the walk comes
-into a module from another one; a module entered more than once is a climb back.
+into a module from another one; a module entered more than once is a climb back. Calls into the
+base layer's leaves (LEAVES) count as modules used, not as steps.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def holds(value, needle: str, depth: int = 2) -> bool:
         return False
     if isinstance(value, dict):
         value = list(value.values())
-    elif hasattr(value, "_asdict"):
+    elif hasattr(value, "_asdict") and not isinstance(value, type):
         value = list(value._asdict().values())
     elif hasattr(value, "__dict__") and not isinstance(value, type):
         value = list(vars(value).values())
@@ -74,15 +75,23 @@ def traced(argv: list[str], needle: str) -> list[tuple[str, str]]:
     return calls[: last + 1]
 
 
+# The base layer's leaves, called as one calls a builtin ("is this path inside that root"): a call
+# there is counted as a module the walk uses, not as a step away from the module that made it.
+LEAVES = ("tmuxjail.subpath", "tmuxjail.errors", "tmuxjail.canon")
+
+
 def summary(calls: list[tuple[str, str]]) -> dict:
     entries: dict[str, int] = {}
+    leaves: set[str] = set()
     walk: list[str] = []
     for module, _ in calls:
-        if not walk or walk[-1] != module:
+        if module in LEAVES:
+            leaves.add(module)
+        elif not walk or walk[-1] != module:
             walk.append(module)
             entries[module] = entries.get(module, 0) + 1
-    return {"modules": len(entries), "climbs": sum(n - 1 for n in entries.values()),
-            "entries": entries, "walk": walk, "calls": [f"{m}.{f}" for m, f in calls]}
+    return {"modules": len(entries) + len(leaves), "climbs": sum(n - 1 for n in entries.values()),
+            "entries": entries, "leaves": sorted(leaves), "walk": walk, "calls": [f"{m}.{f}" for m, f in calls]}
 
 
 def world() -> tuple[Path, str, list[str]]:

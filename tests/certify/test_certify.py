@@ -36,6 +36,17 @@ def installed_bin(provider: str) -> Path:
     return exe.parent
 
 
+def offline(bindir: Path | None) -> list[str]:
+    """The prefix that runs a real CLI's test with no route out (scripts/offline): it asks for its
+    provider's hosts at start, and the proxy would look them up with the host's resolver. A
+    stand-in (bindir None) asks for nothing and runs as it is, for every user."""
+    if bindir is None:
+        return []
+    if os.geteuid() != 0:
+        pytest.skip("a real CLI runs only in a network namespace with no route out, which needs root here")
+    return [str(REPO / "scripts" / "offline")]
+
+
 def certify(tmp_path: Path, provider: str, mode: str, bindir: Path | None, *extra: str) -> dict:
     if (why := have_jail()) is not None:
         pytest.skip(why)
@@ -46,8 +57,8 @@ def certify(tmp_path: Path, provider: str, mode: str, bindir: Path | None, *extr
     env.update(HOME=str(home), PATH=(f"{bindir}:" if bindir else "") + "/usr/local/bin:/usr/bin:/bin",
                LANG="C.UTF-8", TMUXJAIL_CERTIFY_SCRATCH=str(tmp_path))
     out = tmp_path / "evidence.json"
-    proc = subprocess.run([sys.executable, "-P", "-m", "tmuxjail", "certify", provider, "--mode", mode, "--json",
-                           "--output", str(out), *extra], env=env, capture_output=True, text=True, timeout=300,
+    proc = subprocess.run([*offline(bindir), sys.executable, "-P", "-m", "tmuxjail", "certify", provider, "--mode", mode,
+                           "--json", "--output", str(out), *extra], env=env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL, cwd=home)  # from $HOME: issue 28.8
     assert "Traceback" not in proc.stderr, proc.stderr
     rec = json.loads(proc.stdout)

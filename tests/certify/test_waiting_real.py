@@ -6,12 +6,13 @@ first screen skips with what it showed."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from conftest import have_jail, wait_until
-from test_certify import installed_bin
+from test_certify import installed_bin, offline
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,9 @@ def test_a_real_cli_at_its_first_screen_reads_as_waiting(env, provider):
         pytest.skip(why)
     bindir = installed_bin(provider)
     env.vars["PATH"] = f"{bindir}:{env.vars['PATH']}"  # before the stand-ins of the same names
-    env.tmux("new-session", "-d", "-s", "home")
+    # The server, and so every pane and proxy it starts, with no route out (scripts/offline).
+    subprocess.run([*offline(bindir), "tmux", *env.tmux_flags, "new-session", "-d", "-s", "home"],
+                   env=env.environ(), check=True, timeout=30)
     env.tmux("source-file", str(REPO / "tmux.conf.example"))
     env.tmux("set", "-g", "@tmuxjail-waiting-alert", "3")
     info = env.json("start", provider, "--mode", "isolated", "--workspace", str(env.ws), "--name", "real",
