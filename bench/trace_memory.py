@@ -77,7 +77,7 @@ sys.path.insert(0, sys.argv[1]) if sys.argv[1] else None
 from tmuxjail.discover import evidence, trace
 mode, path = sys.argv[2], sys.argv[3]
 if mode == "stream":
-    from tmuxjail.discover import run
+    from tmuxjail.commands import discovery as run
 meta = {"id": "codex-ws-1", "mode": "isolated", "provider": "codex", "workspaces": ["/ws"], "home": "/home/u",
         "own_dirs": [], "install_roots": [], "started_at": "now",
         "identity": {"path": "/usr/bin/codex", "sha256": "sha256:x"}}
@@ -92,7 +92,7 @@ with open(path, "rb") as f:
                 yield raw.decode("ascii", "replace")
         t = trace.parse(lines())
         ev = evidence.build(meta, t, "sha256:" + h.hexdigest(), lambda p: False, None)
-    else:  # what discover.run.finish does now
+    else:  # what commands/discovery.finish does now
         ev = run.evidence_of(meta, Path(path), None, host_has=lambda p: False)
 dt = time.perf_counter() - t0
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

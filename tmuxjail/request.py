@@ -40,7 +40,7 @@ class StartRequest(NamedTuple):
     backend: str | None = None
     restriction: dict | None = None
     network: str | None = None
-    trace: str | None = None  # a discovery run: where the launcher's strace writes (discover/run.py)
+    trace: str | None = None  # a discovery run: where the launcher's strace writes (commands/discovery.py)
     candidate: str | None = None  # an approved discovery candidate as the profile
     allow_domains: tuple[str, ...] | None = None  # --allow-domain (None: none given)
     placement: str | None = None  # "window" (--here) or "split" (--split): it joins the current tmux session

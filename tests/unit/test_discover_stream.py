@@ -85,7 +85,7 @@ def test_the_streamed_evidence_is_the_evidence_of_the_whole_trace(tmp_path):
 CHILD = r"""
 import resource, sys
 from pathlib import Path
-from tmuxjail.discover import run
+from tmuxjail.commands import discovery as run
 meta = {"id": "codex-ws-1", "mode": "isolated", "provider": "codex", "workspaces": ["/ws"], "home": "/home/u",
         "own_dirs": [], "install_roots": [], "started_at": "now",
         "identity": {"path": "/usr/bin/codex", "sha256": "sha256:x"}}

@@ -125,7 +125,7 @@ def test_proxy_log_destinations_are_printable(tmp_path):
     """The proxy log's host names came from the jail (issue 15's log, read where it exists)."""
     from types import SimpleNamespace
 
-    from tmuxjail.discover import run
+    from tmuxjail.commands import discovery as run
 
     log = tmp_path / "net" / "abc-1" / "network.jsonl"
     log.parent.mkdir(parents=True)
@@ -141,7 +141,7 @@ def test_proxy_log_for_discovery_survives_a_flood(tmp_path):
     counters hold, so flooding first cannot hide a probe the rotation dropped from the rows."""
     from types import SimpleNamespace
 
-    from tmuxjail.discover import run
+    from tmuxjail.commands import discovery as run
     from tmuxjail.net import record as netrecord
 
     d = tmp_path / "net" / "abc-1"

@@ -47,8 +47,8 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
      "resolution, the warm start and the list rows: they do not know each other's callers"),
     ("orchestration", ("tmuxjail.jail",),
      "what start, resume, `_pane` and shell share: above plan and status, which it ends with"),
-    ("commands", ("tmuxjail.commands", "tmuxjail.commands.", "tmuxjail.menu", "tmuxjail.discover.cli",
-                  "tmuxjail.discover.run", "tmuxjail.certify", "tmuxjail.certify."),
+    ("commands", ("tmuxjail.commands", "tmuxjail.commands.", "tmuxjail.menu", "tmuxjail.certify",
+                  "tmuxjail.certify."),
      "one module per verb (the menus, discovery's and certify's runs are commands too)"),
     ("entry points", ("tmuxjail.__main__", "tmuxjail.cli", "tmuxjail.cli.app", "tmuxjail.api"),
      "the CLI and the API: nothing imports them"),
@@ -150,10 +150,8 @@ def test_no_import_cycle(graph):
 
 
 def test_no_cycle_between_packages(graph):
-    """Between tmuxjail's packages (the flat modules of tmuxjail/ itself left out). commands <->
-    discover: discover's run starts and stops sessions through commands/ until the use cases leave
-    the CLI's handlers (issue 30 item 2); no other."""
-    assert [c for c in folder_cycles(graph) if c != ["tmuxjail.commands", "tmuxjail.discover"]] == []
+    """Between tmuxjail's packages (the flat modules of tmuxjail/ itself left out)."""
+    assert folder_cycles(graph) == []
 
 
 def test_no_module_takes_another_modules_private_name(graph):

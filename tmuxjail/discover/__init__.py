@@ -6,6 +6,7 @@ shipped profile, and write a candidate profile that only a human's approval can 
     evidence   the versioned evidence schema, built from a parsed trace (pure)
     classify   evidence + profile + catalogue -> baseline, overlay, raw (pure)
     candidate  the candidate profile TOML: write, load, diff against the shipped one
-    run        the use cases: discover, show, replay, approve --candidate
-    cli        the command-line seam
+
+The run itself (discover, show, replay, approve --candidate) starts and stops sessions, so it is a
+command: commands/discovery.py, with its handlers in commands/discover.py. This package is core.
 """

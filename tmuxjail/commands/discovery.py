@@ -22,9 +22,12 @@ from pathlib import Path
 from .. import approvals, identity, plan, profiles
 from .. import config as config_mod
 from ..adapters import get as get_adapter
-from ..commands.start import start as start_session
-from ..commands.stop import stop as stop_session
 from ..context import server_of
+from ..discover import candidate as cand_mod
+from ..discover import evidence as ev_mod
+from ..discover import trace as trace_mod
+from ..discover.classify import classify
+from ..discover.evidence import Evidence
 from ..errors import NotApproved, SandboxUnavailable, TmuxjailError, UsageError
 from ..net import log as netlog
 from ..net import record as netrecord
@@ -34,11 +37,8 @@ from ..policy import BASE_ENV, never_passed
 from ..registry import Mode
 from ..request import StartRequest
 from ..subpath import inside
-from . import candidate as cand_mod
-from . import evidence as ev_mod
-from . import trace as trace_mod
-from .classify import classify
-from .evidence import Evidence
+from .start import start as start_session
+from .stop import stop as stop_session
 
 TIMEOUT = 600.0
 
