@@ -56,3 +56,26 @@ def test_the_status_snippet_searches_what_list_searches():
 
         pytest.skip("not run from a source tree")
     assert f"#{{C/ri:{SCREEN_SEARCH}}}" in conf.read_text()
+
+
+def test_the_status_snippet_knows_the_launcher_as_pane_command_does():
+    """tmux.conf.example tells an agent's pane from a `_pane` shell by a glob on the start command:
+    it must match every launcher pane/command.py builds or still recognises, and no `_pane`."""
+    import fnmatch
+    import re
+    from pathlib import Path
+
+    from tmuxjail.pane.command import LAUNCHER_MARKS
+
+    conf = Path(__file__).resolve().parents[2] / "tmux.conf.example"
+    if not conf.exists():
+        import pytest
+
+        pytest.skip("not run from a source tree")
+    globs = re.findall(r"#\{m:(\*tmuxjail[^,]*),#\{pane_start_command\}\}", conf.read_text())
+    assert len(globs) == 1, globs
+    fp = "sha256:" + "a" * 64
+    for cmd in (shlex.join(launcher("/usr/bin/python3", fp, "/spool/x.json")),
+                *(f"python -I -S -c 'from {m} import main' --fp {fp} /s.json" for m in LAUNCHER_MARKS)):
+        assert fnmatch.fnmatchcase(cmd, globs[0]), (cmd, globs[0])
+    assert not fnmatch.fnmatchcase(shlex.join(extra_pane("/usr/bin/python3", "X", fp)), globs[0])
