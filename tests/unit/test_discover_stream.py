@@ -9,7 +9,8 @@ import json
 import subprocess
 import sys
 
-from tmuxjail.discover import evidence, run, trace
+from tmuxjail.commands import discovery as run
+from tmuxjail.discover import evidence, trace
 
 
 def hx(s: str) -> str:
