@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from importlib import import_module
 
 from .. import __version__, log, paths
@@ -190,7 +189,12 @@ def _unexpected(exc: Exception, verbose: bool) -> int:
     if isinstance(exc, OSError) and exc.filename:
         fail(f"{exc.filename}: {exc.strerror or exc}", "run `tmuxjail doctor` to see what this account is missing")
         return 1
-    trace = traceback.format_exc()
+    try:
+        import traceback  # here only: with linecache and tokenize, ~3 ms of every command otherwise
+
+        trace = traceback.format_exc()
+    except Exception:  # noqa: BLE001 - the error path must not raise
+        trace = repr(exc)
     where = None
     try:
         log.setup(paths.get().log_file, False)
