@@ -30,11 +30,6 @@ from dataclasses import dataclass, field
 
 from . import listing, log, status
 from . import paths as paths_mod
-from .commands.resume import resume as resume_command
-from .commands.start import cwd
-from .commands.start import here as placed
-from .commands.start import start as start_command
-from .commands.stop import stop as stop_command
 from .context import Context
 from .errors import (
     ConfigError,
@@ -46,6 +41,11 @@ from .errors import (
 )
 from .request import StartRequest
 from .restrict import from_file
+from .sessions.resume import resume as resume_command
+from .sessions.start import cwd
+from .sessions.start import here as placed
+from .sessions.start import start as start_command
+from .sessions.stop import stop as stop_command
 from .tmux import Tmux
 
 if t.TYPE_CHECKING:

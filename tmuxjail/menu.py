@@ -171,7 +171,7 @@ def refusal(client: str | None, message: str, hint: str | None) -> list[str]:
 
 def resume_here(ctx, client: str | None, rest: list[str]) -> None:
     """`menu _resume ID -c CLIENT`: what a resume-menu item runs."""
-    from .commands.resume import resume  # seam: resuming loads the policy code
+    from .sessions.resume import resume  # seam: resuming loads the policy code
 
     if len(rest) != 1 or not ID_RE.match(rest[0]):
         raise UsageError("usage: tmuxjail menu _resume ID [-c CLIENT]")
@@ -183,7 +183,7 @@ def resume_here(ctx, client: str | None, rest: list[str]) -> None:
 
 def stop_here(ctx, rest: list[str]) -> None:
     """`menu _stop ID -c CLIENT`: what the stop prompt runs."""
-    from .commands.stop import stop
+    from .sessions.stop import stop
 
     if len(rest) != 1 or not ID_RE.match(rest[0]):
         raise UsageError("usage: tmuxjail menu _stop ID [-c CLIENT]")
@@ -225,8 +225,8 @@ def _start_directory(ctx, pane: str) -> str:
 
 def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> None:
     """`menu _start PROVIDER MODE -t PANE -c CLIENT`: what a start-menu item runs."""
-    from .commands.start import start  # seam: starting loads the policy code
     from .request import StartRequest
+    from .sessions.start import start  # seam: starting loads the policy code
 
     if len(rest) != 2 or rest[0] not in PROVIDERS or rest[1] not in MODES or not pane:
         raise UsageError("usage: tmuxjail menu _start PROVIDER MODE -t PANE [-c CLIENT]")
@@ -284,7 +284,7 @@ def run(ctx, action: str, client: str | None, pane: str | None, print_only: bool
             raise UsageError(f"unexpected arguments: {' '.join(rest)}")
         argv = build(ctx, action, client, pane)
         if argv is None:  # shell
-            from .commands.shell import shell  # seam: the policy code, as `tmuxjail shell`
+            from .sessions.shell import shell  # seam: the policy code, as `tmuxjail shell`
 
             row = _jail_of(ctx, pane)
             if print_only:

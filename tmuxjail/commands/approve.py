@@ -1,76 +1,12 @@
-"""Verified mode's approvals: `approve` (preview, confirm, record), `approvals`, `revoke`."""
+"""The command-line side of `tmuxjail approve`: the use case is sessions/approve.py."""
 
 from __future__ import annotations
 
-import os
-import pwd
-from pathlib import Path
-
-from .. import approvals, identity, log, profiles
-from .. import config as config_mod
+from .. import log
 from ..adapters import get as get_adapter
-from ..context import Context
-from ..errors import UsageError
-from ..net import policy as netpolicy
-from ..render import Result, confirm, interactive
+from ..render import Result
+from ..sessions.approve import ask_and_record
 from . import Call
-
-
-def _identity(ctx: Context, provider: str):
-    """The profile and today's identity of the provider's executable (no jail, nothing runs)."""
-    adapter = get_adapter(provider)
-    profile = profiles.load(provider)
-    cfg = config_mod.load(ctx.paths.config_file)
-    path_env = ctx.env.get("PATH", os.defpath)
-    if provider == "shell":
-        found = Path(identity.login_shell())
-    else:
-        found = identity.find(profile.executables, path_env, cfg.executables.get(provider), provider)
-    resolved = identity.resolve(adapter, found, path_env, ctx.store)
-    return profile, resolved.identity.model_dump(mode="json")
-
-
-def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details: bool,
-            domains: tuple[str, ...] = ()) -> dict:
-    """domains: --allow-domain patterns to approve beyond what the capabilities declare."""
-    profile, ident = _identity(ctx, provider)
-    unknown = [c for c in capabilities if c not in profile.optional]
-    if unknown:
-        raise UsageError(f"{provider}: unknown capability {unknown[0]!r}",
-                         hint=f"see: tmuxjail profiles show {provider}")
-    caps = tuple(dict.fromkeys((*profile.baseline, *capabilities)))
-    asked = netpolicy.normalize(netpolicy.check_pattern(d) for d in domains)
-    extra = netpolicy.extra_domains(asked, netpolicy.declared(profile, caps))
-    caps = (*caps, *(netpolicy.DOMAIN_ITEM + d for d in extra))
-    return {
-        "provider": provider, "profile_version": profile.profile_version, "profile_hash": profile.hash,
-        "executable": approvals.identity_key(ident), "capabilities": list(caps),
-        "labels": {c: approvals.label(profile, c) for c in caps},
-        "text": approvals.describe(profile, ident, caps, details),
-    }
-
-
-def record(ctx: Context, plan: dict) -> dict:
-    user = pwd.getpwuid(os.getuid()).pw_name
-    row = ctx.store.add_approval(plan["provider"], plan["profile_version"], plan["profile_hash"],
-                                 plan["executable"], plan["capabilities"], user)
-    log.info("approve", provider=plan["provider"], approval=row["id"], capabilities=plan["capabilities"])
-    return row
-
-
-def ask_and_record(ctx: Context, provider: str, capabilities, yes: bool, details: bool, json_out: bool,
-                   domains=()) -> dict | None:
-    plan = preview(ctx, provider, tuple(capabilities), details, tuple(domains))
-    if not json_out:
-        print("This approval lets verified-mode sessions use:")
-        print("\n".join(plan["text"]))
-    if not yes:
-        if not interactive():
-            raise UsageError("approving needs a terminal to confirm, or --yes after reviewing the text above")
-        if not confirm("Approve?"):
-            print("not approved")
-            return None
-    return record(ctx, plan)
 
 
 def run(call: Call) -> Result:
@@ -98,3 +34,4 @@ def revoke(call: Call) -> Result:
     get_adapter(provider)  # unknown provider: exit 2
     n = ctx.store.revoke(provider)
     return Result({"provider": provider, "revoked": n}, f"revoked {n} approval(s) of {provider}")
+

@@ -11,9 +11,9 @@ from .. import log
 from ..adapters import get
 from ..errors import UsageError
 from ..render import Result
+from ..sessions.approve import record
 from . import Call
 from . import discovery as r
-from .approve import record
 
 
 def run(call: Call) -> Result:

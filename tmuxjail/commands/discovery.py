@@ -36,9 +36,9 @@ from ..paths import ensure_private_dir
 from ..policy import BASE_ENV, never_passed
 from ..registry import Mode
 from ..request import StartRequest
+from ..sessions.start import start as start_session
+from ..sessions.stop import stop as stop_session
 from ..subpath import inside
-from .start import start as start_session
-from .stop import stop as stop_session
 
 TIMEOUT = 600.0
 

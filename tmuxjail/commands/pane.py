@@ -16,8 +16,8 @@ from ..errors import ResumeRefused, TmuxjailError
 from ..identity import login_shell
 from ..pane.command import launcher
 from ..render import error, fail
+from ..sessions.shell import live_row
 from ..tmux import Tmux
-from .shell import live_row
 
 
 def run_pane(argv: list[str]) -> int:

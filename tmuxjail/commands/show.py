@@ -11,10 +11,10 @@ from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
 from ..net import log as netlog
 from ..render import Result, policy_text, session_text
+from ..sessions.stop import learn_conversation
 from ..status import describe
 from ..tmux import check_name
 from . import Call
-from .stop import learn_conversation
 
 
 def show(ctx: Context, name: str) -> dict:
