@@ -55,9 +55,8 @@ def run(call: Call) -> Result:
         if not exc.data.get("fix") or a.non_interactive or a.dry_run or call.json or not interactive():
             raise
         print(f"tmuxjail: {exc.message}")
-        from ..sessions.approve import (
-            ask_and_record,  # asking a human: the profiles and the identity code
-        )
+        # Asking a human loads the profiles and the identity code: only here.
+        from ..sessions.approve import ask_and_record
 
         if not ask_and_record(ctx, a.provider, a.capability, False, False, False, a.allow_domain or ()):
             raise

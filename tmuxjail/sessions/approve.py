@@ -1,6 +1,5 @@
-"""Verified mode's approvals: `approve` (preview, confirm, record), `approvals`, `revoke`.
-
-The use case; its command-line handler is commands/approve.py."""
+"""Verified mode's approval of a provider's capabilities: preview, confirm, record (`approve`,
+and a start that asks). Listing and revoking approvals are the store's, in commands/approve.py."""
 
 from __future__ import annotations
 
