@@ -194,7 +194,8 @@ class Sides:
 
     def jail(self) -> Seen:
         self.count += 1
-        name = f"j{self.count}"
+        # stop keeps a stopped record, and a name is never reused (one world holds every CLI's runs)
+        name = f"{self.provider}-j{self.count}"
         seen = time_first_screen(
             self.w.tj("start", self.provider, "--mode", "isolated", "--workspace", str(self.ws_jail),
                       "--name", name, "--detach"), self.env, self.tmux, f"={name}:")
@@ -206,7 +207,7 @@ class Sides:
 
     def bare(self) -> Seen:
         self.count += 1
-        name = f"b{self.count}"
+        name = f"{self.provider}-b{self.count}"
         cmd, dirs = bare_command(self.dry, self.jail_home, self.bare_home, self.env)
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
