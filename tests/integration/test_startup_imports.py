@@ -57,6 +57,17 @@ def test_list_loads_no_policy_code_and_no_logging(env):
     assert not {m for m in mods if m.startswith("tmuxjail.commands.")} - {"tmuxjail.commands.list", "tmuxjail.commands.table"}
 
 
+def test_help_lists_every_command_from_the_table_alone(env):
+    """Each command declares its arguments next to its handler; `--help` lists every command
+    without importing any handler, and a command's own help imports only its handler."""
+    mods = loaded(env, "--help")
+    assert {m for m in mods if m.startswith("tmuxjail.commands.")} == {"tmuxjail.commands.table"}
+    assert not top(mods) & {"pydantic", "sqlite3"}
+    mods = loaded(env, "stop", "--help")
+    assert {m for m in mods if m.startswith("tmuxjail.commands.")} == {"tmuxjail.commands.table",
+                                                                       "tmuxjail.commands.stop"}
+
+
 def test_list_check_is_where_the_policy_code_loads(env):
     """The other side of the seam: --check needs the policy, so it loads it (the test above would
     pass vacuously if nothing could)."""

@@ -1,16 +1,16 @@
 """The command line behind cli.main: the parser, built from the command table (commands/table.py:
-each command's handler, imported when it runs, and its arguments), and the exit codes. Handlers (tmuxjail.commands) return data; render.py prints it as text or JSON."""
+each command's name, handler and help) and from what each handler declares next to itself (its
+arguments, read when that command is named), and the exit codes. Handlers (tmuxjail.commands) return data; render.py prints it as text or JSON."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from importlib import import_module
 
 from .. import __version__, log, paths
 from ..commands import Call
-from ..commands.table import COMMON, ROUTES, TOP, VERBS, OneOf
+from ..commands.table import COMMON, ROUTES, TOP, VERBS, OneOf, load
 from ..errors import TmuxjailError
 from ..pane.command import PANE_VERB
 from ..render import Result, error, fail, out
@@ -37,8 +37,7 @@ NO_HOME = ("completion", "doctor", "profiles")
 
 
 def handler(name: str, table: dict[str, str] = COMMANDS, package: str = "tmuxjail.commands"):
-    module, _, func = table[name].partition(":")
-    return getattr(import_module(f"{package}.{module}"), func)
+    return load(table[name], package)
 
 
 def invoked(argv: list[str]) -> str | None:
@@ -60,9 +59,11 @@ def invoked(argv: list[str]) -> str | None:
     return None if "-h" in argv or "--help" in argv else argv[i]
 
 
-def parser(only: str | None = None) -> argparse.ArgumentParser:
+def parser(only: str | None = None, argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (only=a subcommand) one whose other subcommands are left out: it
-    parses that subcommand's command lines exactly as the whole one does."""
+    parses that subcommand's command lines exactly as the whole one does. Given the command line
+    (argv), the whole parser holds the arguments of only the commands it names (importing their
+    handlers): `--help` lists every command from the table alone."""
     common = argparse.ArgumentParser(add_help=False)
     add(common.add_argument_group("tmux server"), COMMON)
     p = argparse.ArgumentParser(
@@ -71,11 +72,16 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Run coding-agent CLIs in tmux panes whose own process is a sandbox.")
     add(p, TOP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    named = None if argv is None else set(argv)
     for verb in VERBS:
-        if only is None or verb.name == only:
-            epilog = "example:\n  " + verb.example + ("\n\n" + verb.epilog if verb.epilog else "")
-            add(sub.add_parser(verb.name, parents=[common], help=verb.help, description=verb.help, epilog=epilog,
-                               formatter_class=argparse.RawDescriptionHelpFormatter), verb.args)
+        if only is not None and verb.name != only:
+            continue
+        sp = sub.add_parser(verb.name, parents=[common], help=verb.help, description=verb.help,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        if named is None or verb.name == only or verb.name in named:
+            declared = verb.declared()
+            sp.epilog = "example:\n  " + declared.example + ("\n\n" + declared.epilog if declared.epilog else "")
+            add(sp, declared.args)
     return p
 
 
@@ -134,7 +140,14 @@ def run(argv: list[str]) -> int:
     if argv[:1] and argv[0] in HIDDEN:
         return handler(argv[0], HIDDEN, "tmuxjail")(argv[1:])
     argv, passthrough = _split_passthrough(argv)
-    p = parser(invoked(argv))
+    only = invoked(argv)
+    if only == "start" and os.getuid() == 0:
+        # Root's jails mask what others cannot read under /etc: that walk runs on another core
+        # while the start's code loads (for its declarations, next: host.root_only_ahead).
+        from ..host import root_only_ahead
+
+        root_only_ahead()
+    p = parser(only, argv)
     args = p.parse_args(argv)
     if args.version:
         print(f"tmuxjail {__version__}")
@@ -160,12 +173,6 @@ def _dispatch(args, passthrough: list[str], json_out: bool) -> int:
         raise TmuxjailError(f"{why}: tmuxjail keeps its state under HOME and mounts private homes there",
                             hint=paths.HOME_FIX)
     name = "approve --candidate" if args.command == "approve" and args.candidate else args.command
-    if name == "start" and os.getuid() == 0:
-        # Root's jails mask what others cannot read under /etc: that walk runs on another core
-        # while the start's code loads (host.root_only_ahead).
-        from ..host import root_only_ahead
-
-        root_only_ahead()
     res = handler(name)(call)
     code = out(res, json_out)
     if res.bring is not None:

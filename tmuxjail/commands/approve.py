@@ -7,8 +7,18 @@ from ..adapters import get as get_adapter
 from ..render import Result
 from ..sessions.approve import ask_and_record
 from . import Call
+from .table import ALL, ALLOW_DOMAIN, CANDIDATE, CAPABILITY, JSON, Arg, declares
 
 
+@declares("tmuxjail approve codex --capability git-identity",
+          Arg("provider"),
+          CAPABILITY.but(help="optional capability to include"),
+          ALLOW_DOMAIN.but(default=[], help="a domain verified sessions may reach beyond what the capabilities "
+                                            "declare (repeatable)"),
+          Arg("--yes", action="store_true", help="do not ask (for scripts that already reviewed it)"),
+          Arg("--details", action="store_true", help="also show paths, env names and hosts"),
+          CANDIDATE.but(help="approve a discovery's candidate profile (shows the diff; a terminal must confirm; no --yes)"),
+          JSON)
 def run(call: Call) -> Result:
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
@@ -18,6 +28,7 @@ def run(call: Call) -> Result:
     return Result(row, f"approved ({row['id']})")
 
 
+@declares("tmuxjail approvals --json", ALL.but(help="include revoked approvals"), JSON)
 def approvals_(call: Call) -> Result:
     rows = call.ctx.readonly_store().approvals(include_revoked=call.args.all)
     lines = []
@@ -28,6 +39,7 @@ def approvals_(call: Call) -> Result:
     return Result(rows, "\n".join(lines) if rows else "no approvals")
 
 
+@declares("tmuxjail revoke codex", Arg("provider"), JSON)
 def revoke(call: Call) -> Result:
     ctx, provider = call.ctx, call.args.provider
     log.setup(ctx.paths.log_file, call.opt("verbose", False))

@@ -7,8 +7,10 @@ from ..errors import UsageError
 from ..render import Result
 from ..tmux import check_name
 from . import Call
+from .table import ALL, JSON, NAME, declares
 
 
+@declares("tmuxjail audit app --json", NAME, ALL.but(help="everything present, not only what changed since the start"), JSON)
 def run(call: Call) -> Result:
     ctx = call.ctx
     row = ctx.store.find(check_name(call.args.name))

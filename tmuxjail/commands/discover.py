@@ -1,5 +1,5 @@
-"""`tmuxjail discover ...` and `tmuxjail approve --candidate` (issue 16; the arguments are declared
-in commands/table.py, the discovery run's use cases are commands/discovery.py). Each returns a
+"""`tmuxjail discover ...` and `tmuxjail approve --candidate` (issue 16; the discovery run's
+use cases are commands/discovery.py). Each returns a
 render.Result: its data for --json, its text otherwise; only a candidate's preview is printed here,
 before the question."""
 
@@ -14,8 +14,24 @@ from ..render import Result
 from ..sessions.approve import record
 from . import Call
 from . import discovery as r
+from .table import ENV, JSON, WORKSPACE, Arg, declares
+
+DISCOVER = (
+    Arg("target", metavar="PROVIDER|show|replay|list"),
+    Arg("id", nargs="?", metavar="ID", help="for show and replay: the discovery's id"),
+    WORKSPACE.but(help="writable workspace (repeatable; the first is the cwd; default: .)"),
+    ENV.but(help="private-home environment of the observed isolated jail (default: default)"),
+    Arg("--non-interactive", action="store_true",
+        help="do not attach: run the step detached until it exits or --timeout; never prompts"),
+    Arg("--timeout", type=float, default=None, metavar="SECONDS",
+        help="with --non-interactive: stop the step after this long (default: 600)"),
+    JSON.but(help="print JSON (a new discovery: its id)"),
+)
 
 
+@declares("tmuxjail discover codex --workspace ~/src/app\n"
+          "  tmuxjail discover codex --non-interactive --timeout 60 -- exec \"run the tests\"\n"
+          "  tmuxjail discover show codex-app-1 --json\n  tmuxjail discover replay codex-app-1", *DISCOVER)
 def run(call: Call) -> Result:
     log.setup(call.ctx.paths.log_file, call.opt("verbose", False))
     return _discover(call.ctx, call.args, call.passthrough)

@@ -7,8 +7,13 @@ import os
 from .. import doctor, paths, store
 from ..render import Result
 from . import Call
+from .table import JSON, Arg, declares
 
 
+@declares("tmuxjail doctor",
+          Arg("--move-store-aside", action="store_true",
+              help="rename a damaged store to store.db.broken-TIME (kept) and copy what still reads into a new one"),
+          JSON)
 def run(call: Call) -> Result:
     if call.args.move_store_aside:
         moved = store.move_aside(paths.get().store)

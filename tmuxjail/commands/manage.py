@@ -9,6 +9,7 @@ from ..render import Result
 from ..status import describe, placement
 from ..tmux import check_name
 from . import Call
+from .table import CLIENT, JSON, NAME, Arg, declares
 
 ATTACHABLE = ("running", "exited", "killed")  # a pane of the jail is there to look at
 
@@ -51,11 +52,13 @@ def rename(ctx: Context, old: str, new: str) -> dict:
     return describe(ctx, store.find(row.id))
 
 
+@declares("tmuxjail attach app", NAME, CLIENT, JSON)
 def run_attach(call: Call) -> Result:
     d = attach(call.ctx, call.args.name)
     return Result(d, None, bring=d)
 
 
+@declares("tmuxjail rename codex-app-1a2b app", NAME.but(metavar="OLD"), Arg("new", metavar="NEW"), JSON)
 def run_rename(call: Call) -> Result:
     log.setup(call.ctx.paths.log_file, call.opt("verbose", False))
     d = rename(call.ctx, call.args.name, call.args.new)

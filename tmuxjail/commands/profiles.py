@@ -9,6 +9,7 @@ from ..adapters import get as get_adapter
 from ..errors import UsageError
 from ..render import Result
 from . import Call
+from .table import JSON, Arg, declares
 
 
 def _check(call: Call) -> Result:
@@ -50,6 +51,12 @@ def _show(call: Call) -> Result:
     return Result(p.model_dump(mode="json"), "\n".join(lines))
 
 
+@declares("tmuxjail profiles show codex --details",
+          Arg("action", nargs="?", default="list", choices=("list", "show", "check")),
+          Arg("provider", nargs="?", help="for show"),
+          Arg("--details", action="store_true", help="show: add paths, env names, hosts, version range, certification"),
+          Arg("--update", metavar="FILE", help="check: write the hash list to FILE (profiles/hashes.json in a checkout)"),
+          JSON)
 def run(call: Call) -> Result:
     if call.args.action == "check":
         return _check(call)

@@ -22,6 +22,7 @@ from ..net import record as netrecord
 from ..render import Result, size
 from ..status import rows
 from . import Call
+from .table import DRY_RUN, JSON, Arg, declares
 
 PRUNABLE = ("stopped", "failed", "gone")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -156,6 +157,13 @@ def prune_homes(ctx: Context, dry_run: bool) -> list[dict]:
     return done
 
 
+@declares("tmuxjail prune --older-than 30d --dry-run",
+          Arg("--older-than", metavar="AGE", help="only those unchanged for AGE (30d, 12h, 45m, 2w)"),
+          DRY_RUN.but(help="show what would be pruned"),
+          Arg("--homes", action="store_true",
+              help="instead: delete the private homes (isolated mode) of workspaces that no longer exist or "
+                   "have no session left, with their sizes (try --dry-run first)"),
+          JSON)
 def run(call: Call) -> Result:
     a = call.args
     if a.homes:

@@ -9,6 +9,7 @@ from ..errors import UsageError, refuse_inside_jail
 from ..render import Result, confirm, interactive
 from ..sessions.resume import resume
 from . import Call
+from .table import CLIENT, DETACH, JSON, NAME, Arg, declares
 
 
 def _ask(question: str) -> bool:
@@ -18,6 +19,13 @@ def _ask(question: str) -> bool:
     return confirm(question)
 
 
+@declares("tmuxjail resume app",
+          NAME, DETACH, CLIENT,
+          Arg("--accept-changes", action="store_true",
+              help="move the session to today's policy, ending its CLI if it runs (asks on a terminal; "
+                   "verified mode needs the new approval first)"),
+          Arg("--yes", action="store_true", help="with --accept-changes: do not ask (scripts)"),
+          JSON)
 def run(call: Call) -> Result:
     refuse_inside_jail(call.ctx.env, "resume")
     a, ctx = call.args, call.ctx

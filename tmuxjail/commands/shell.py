@@ -7,8 +7,10 @@ from ..errors import refuse_inside_jail
 from ..render import Result
 from ..sessions.shell import shell
 from . import Call
+from .table import CLIENT, DETACH, JSON, NAME, declares
 
 
+@declares("tmuxjail shell app", NAME, DETACH, CLIENT.but(help="tmux client to switch to the new window"), JSON)
 def run(call: Call) -> Result:
     refuse_inside_jail(call.ctx.env, "shell")
     a, ctx = call.args, call.ctx

@@ -15,6 +15,7 @@ from ..sessions.stop import learn_conversation
 from ..status import describe
 from ..tmux import check_name
 from . import Call
+from .table import JSON, NAME, Arg, declares
 
 
 def show(ctx: Context, name: str) -> dict:
@@ -46,6 +47,8 @@ def show(ctx: Context, name: str) -> dict:
     return out
 
 
+@declares("tmuxjail show app --json",
+          NAME, JSON, Arg("--network", action="store_true", help="the destinations its egress proxy allowed and denied"))
 def run(call: Call) -> Result:
     d = show(call.ctx, call.args.name)
     if call.args.network:

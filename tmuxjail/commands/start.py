@@ -11,6 +11,36 @@ from ..request import StartRequest
 from ..sessions.start import cwd, here, preflight, start
 from ..tmux import check_name
 from . import Call
+from .table import (
+    CANDIDATE,
+    CLIENT,
+    DETACH,
+    DRY_RUN,
+    JSON,
+    REQUEST,
+    REQUEST_JAIL,
+    RESTRICT,
+    Arg,
+    OneOf,
+    declares,
+)
+
+START = (
+    *REQUEST,
+    Arg("--name", help="session name (default: PROVIDER-WORKSPACE-XXXX)"),
+    *REQUEST_JAIL,
+    DETACH,
+    OneOf((Arg("--here", action="store_true", help="a new window in the current tmux session (inside tmux)"),
+           Arg("--split", choices=("h", "v"), help="split the current tmux pane: h side by side, v stacked"))),
+    CLIENT.but(help="tmux client to switch to the new session (key bindings pass it)"),
+    Arg("--non-interactive", action="store_true", help="never prompt; fail instead"),
+    DRY_RUN.but(help="print the policy, fingerprint, pane command and sandbox argv; run nothing"),
+    RESTRICT,
+    Arg("--backend", choices=("bwrap", "seatbelt"), default=None,
+        help="with --dry-run: show what this backend would run (seatbelt = the macOS profile, auditable anywhere)"),
+    CANDIDATE,
+    JSON,
+)
 
 
 def options(call: Call) -> StartRequest:
@@ -40,6 +70,7 @@ def dry_run_text(result: dict) -> str:
     return "\n".join(lines)
 
 
+@declares("tmuxjail start codex --mode isolated --workspace ~/src/app --name app -- --model o4", *START)
 def run(call: Call) -> Result:
     refuse_inside_jail(call.ctx.env, "start")
     a, ctx = call.args, call.ctx
@@ -67,6 +98,8 @@ def run(call: Call) -> Result:
     return Result(result, text, bring=result)
 
 
+@declares("tmuxjail preflight codex --mode verified --workspace ~/src/app --json",
+          *REQUEST, *REQUEST_JAIL, RESTRICT, CANDIDATE, JSON)
 def run_preflight(call: Call) -> Result:
     a = call.args
     opts = StartRequest.build(

@@ -9,8 +9,14 @@ from ..errors import UsageError
 from ..render import Result
 from ..sessions.stop import stop, stop_all
 from . import Call
+from .table import ALL, JSON, NAME, Arg, declares
 
 
+@declares("tmuxjail stop app\n  tmuxjail stop --all --workspace ~/src/app",
+          NAME.but(nargs="?", help="the session (or --all)"),
+          ALL.but(help="stop every live session (with --workspace: of that workspace)"),
+          Arg("--workspace", metavar="DIR", help="with --all: only sessions whose workspace is DIR (or under it)"),
+          JSON)
 def run(call: Call) -> Result:
     ctx, a = call.ctx, call.args
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
