@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shlex
 import stat
 import sys
@@ -160,7 +159,7 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
     False: nobody waits on this launch (an extra pane), its status goes to /dev/null."""
     spool = paths_mod.ensure_private_dir(ctx.paths.spool)
     sweep_spool(spool)
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()
     spec, status = spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status"
     body = {
         "session_id": sid, "fingerprint": fp, "policy": as_data(pol), "argv": launch.sandbox_argv,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import re
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from platformdirs import PlatformDirs
 
+from .canon import sha256
 from .errors import SandboxUnavailable
 from .subpath import inside
 
@@ -49,7 +49,7 @@ class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
         if env_name != "default" or workspace is None:
             return self.homes / provider / env_name
         base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:24] or "ws"
-        return self.homes / provider / f"ws-{base}-{hashlib.sha256(workspace.encode()).hexdigest()[:12]}"
+        return self.homes / provider / f"ws-{base}-{sha256(workspace.encode()).hexdigest()[:12]}"
 
     def state_copies(self, provider: str, env_name: str, workspace: str | None = None) -> Path:
         """Where a verified jail's private copies of its CLI's command files live (jail.seed_copies),

@@ -14,10 +14,8 @@ another account) into a miss. Stdlib only."""
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -72,7 +70,7 @@ def _read_private(path: Path) -> bytes | None:
 
 def _write_private(directory: Path, name: str, data: bytes) -> bool:
     """Atomically (re)place directory/name with data, 0600."""
-    tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
+    tmp = directory / f".{name}.{os.urandom(6).hex()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
@@ -99,7 +97,7 @@ class PolicyCache:
             return None
         key = _read_private(self.dir / KEY_FILE)
         if key is None and create and not os.path.lexists(self.dir / KEY_FILE):
-            fresh = secrets.token_bytes(32)
+            fresh = os.urandom(32)
             try:
                 fd = os.open(self.dir / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                              0o600)
@@ -112,7 +110,7 @@ class PolicyCache:
 
     @staticmethod
     def _sign(mac_key: bytes, body: bytes) -> bytes:
-        return hmac.new(mac_key, body, "sha256").hexdigest().encode()
+        return canon.hmac_sha256(mac_key, body).encode()
 
     def get(self, key: str) -> dict | None:
         """The entry stored under key, or None (never an error)."""
@@ -125,7 +123,7 @@ class PolicyCache:
         if raw is None:
             return None
         mac, sep, body = raw.partition(b"\n")
-        if not sep or not hmac.compare_digest(mac, self._sign(mac_key, body)):
+        if not sep or not canon.same(mac, self._sign(mac_key, body)):
             return None
         try:
             entry = canon.loads(body)

@@ -16,13 +16,13 @@ only (trust.descend). Nothing here runs git or any other program."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 import time
 
 from . import gitconfig, trust
+from .canon import sha256
 from .subpath import below, inside_any
 
 MAX_LISTED = 2_000_000  # names listed in one walk: past it the walk stops (listing costs time)
@@ -53,7 +53,7 @@ DEFAULT_TEXT = ("a host program that trusts it", "read it before you use the wor
 
 
 def _id(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 class Scan:
@@ -344,7 +344,7 @@ class Scan:
                 return None, f"unread:{st.st_size}:{st.st_ino}:{st.st_ctime_ns}"
             data = os.read(fd, min(MAX_READ, self.budget))
             self.budget -= len(data)
-            digest = hashlib.sha256(data).hexdigest()[:16]
+            digest = sha256(data).hexdigest()[:16]
             if st.st_size > MAX_READ:
                 digest += f":{st.st_size}:{st.st_ctime_ns}"
             return data.decode("utf-8", "replace"), digest

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import time
@@ -51,7 +50,7 @@ def _marks() -> tuple[str, str]:
     """A field and a record separator for one format. Printable ASCII: in a non-UTF-8 locale
     (LC_ALL=C) tmux prints control characters such as \x1f as `_`. Random per call: a pane
     controls its command name and screen, and must not be able to forge a separator."""
-    t = secrets.token_hex(8)
+    t = os.urandom(8).hex()
     return f"~F{t}~", f"~R{t}~"
 
 

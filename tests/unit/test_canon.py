@@ -82,3 +82,19 @@ def test_host_layout_is_a_frozen_record():
         a.tty = "/dev/pts/1"  # type: ignore[misc]
     with pytest.raises(TypeError):
         HostLayout(nope=1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("klen", [0, 1, 32, 64, 65, 200])
+def test_hmac_sha256_is_the_hmac_modules(klen):
+    """The policy cache's MAC without the hmac module (which loads OpenSSL): the same bytes."""
+    import hmac
+    import os
+
+    for blen in (0, 1, 63, 64, 1000):
+        key, body = os.urandom(klen), os.urandom(blen)
+        assert canon.hmac_sha256(key, body) == hmac.new(key, body, "sha256").hexdigest()
+
+
+def test_same_is_equality():
+    assert canon.same(b"abc", b"abc") and canon.same(b"", b"")
+    assert not canon.same(b"abc", b"abd") and not canon.same(b"abc", b"ab") and not canon.same(b"a", b"")

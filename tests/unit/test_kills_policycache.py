@@ -246,7 +246,8 @@ def test_a_link_at_the_temporary_name_is_never_written_through(tmp_path, monkeyp
     """An entry is written to a fresh temporary file, then renamed. Were a link already at that
     name (its random part guessed, here fixed), the write must fail, not go where it points."""
     cache, d, _ = _cache(tmp_path)
-    monkeypatch.setattr(secrets, "token_hex", lambda n: "0" * (2 * n))
+    cache._mac_key(create=True)  # the key first: its random bytes are not the name's
+    monkeypatch.setattr(os, "urandom", lambda n: b"\0" * n)
     k = _k("b")
     victim = tmp_path / "victim"
     _plant(victim, b"precious")

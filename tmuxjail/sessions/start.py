@@ -9,7 +9,6 @@ import json
 import os
 import re
 import sys
-from secrets import token_hex
 from typing import TYPE_CHECKING, NamedTuple
 
 from .. import audit, jail, stateaudit, warm
@@ -53,7 +52,7 @@ def here(tmux, env: dict, how: str, split: str | None = None) -> Placement:
 def auto_name(provider: str, workspace: str, taken: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:30] or "ws"
     while True:
-        name = f"{provider}-{base}-{token_hex(2)}"
+        name = f"{provider}-{base}-{os.urandom(2).hex()}"
         if name not in taken:
             return name
 
