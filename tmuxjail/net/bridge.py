@@ -122,6 +122,12 @@ def command(python: str, code: str, sock: str, argv: list[str]) -> list[str]:
     return [python, "-I", "-S", code, sock, str(PORT), "--", *argv]
 
 
+def is_bridge(words: list[str]) -> bool:
+    """A command line command() built: the bridge on its way to the command, or its relay child."""
+    return (len(words) > 6 and words[1:3] == ["-I", "-S"] and words[3].endswith("/bridge.py")
+            and words[5] == str(PORT) and words[6] == "--")
+
+
 def env(base: dict) -> dict:
     """The proxy variables every client reads, and NO_PROXY for the jail's loopback only (the
     host's or the caller's values never pass)."""
