@@ -146,6 +146,8 @@ NETWORK_MACH_SERVICES = (
     "com.apple.ocspd",
     "com.apple.SecurityServer",
 )
+# What a dry run shows for the session proxy's loopback port (a real start: the port it listens on).
+DRY_RUN_PROXY_PORT = 3128
 DNS_MACH_SERVICES = ("com.apple.dnssd.service", "com.apple.SystemConfiguration.DNSConfiguration")
 TLS_MACH_SERVICES = ("com.apple.trustd", "com.apple.trustd.agent", "com.apple.ocspd", "com.apple.SecurityServer")
 KEYCHAIN_MACH_SERVICES = (
