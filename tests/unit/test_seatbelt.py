@@ -778,18 +778,18 @@ def _component(s: str, long: bool) -> str:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ws=NASTY, home=NASTY, state=NASTY, tmux=NASTY, long=st.booleans(),
-       mode=st.sampled_from(["compatibility", "isolated", "verified"]))
-def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode):
+       mode=st.sampled_from(["compatibility", "isolated", "verified"]), network=st.sampled_from(["host", "proxy", "none"]))
+def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode, network):
     h = "/Users/" + _component(home, False)
     workspace = f"{h}/src/{_component(ws, long)}"
     support = f"{h}/Library/{_component(state, long)}"
     tmux_dir = f"/private/tmp/{_component(tmux, False)}"
     pol = make_policy(mode, home=h, workspace=workspace, support=support,
                       host_read=[f"{h}/.{_component(ws, False)}"], install_roots=[f"{h}/.local/{_component(tmux, False)}"],
-                      capabilities=["macos-keychain"])
+                      capabilities=["macos-keychain"], network=network)
     host = HostLayout(tmux_dirs=(tmux_dir,), tmux_files=(f"{h}/{_component(tmux, long)}.sock",),
                       tmux_dir_candidates=(f"{h}/{_component(state, False)}/tmux-501",),
-                      session_tmp=f"/private/var/folders/zz/{_component(ws, False)}/T/s")
+                      session_tmp=f"/private/var/folders/zz/{_component(ws, False)}/T/s", proxy_port=PROXY_PORT)
     text, params = profile(pol, host)
     check_well_formed(text, params)
     for path in (workspace, support, tmux_dir, h):
