@@ -398,7 +398,7 @@ def guards(workspaces) -> Guards:
 
 
 def mac_layout(policy: dict, tmux_socket: str | None, env: dict, tty: str | None = None,
-               session_tmp: str | None = None) -> HostLayout:
+               session_tmp: str | None = None, proxy_port: int | None = None) -> HostLayout:
     """layout() for the Seatbelt backend: Seatbelt matches resolved paths, so every path the
     profile will name is canonicalised here (HOME and all derived from it, the -S socket,
     $TMUX_TMPDIR, the pane's tty), and the tmux socket dirs are listed whether or not they exist
@@ -423,6 +423,7 @@ def mac_layout(policy: dict, tmux_socket: str | None, env: dict, tty: str | None
         tty=real(tty) if tty else None,
         session_tmp=session_tmp,
         realpaths={p: real(p) for p in names if p},
+        proxy_port=proxy_port,
     )
 
 

@@ -234,6 +234,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     shared = _config_shares_a_dir(facts)
     if not mode.strict and not shared:
         protected.append(facts.config_dir)
+    if not mode.strict:  # shared too: macOS puts config, state and data in one (hidden) directory
         protected += [p for p in facts.own_install if p not in protected]
 
     env_set: dict[str, str] = {}

@@ -324,6 +324,8 @@ def test_seatbelt_backend_is_auditable_anywhere_but_runs_only_on_a_mac(env):
     assert out["sandbox_argv"][-3:] == ["--no-daemon", "--sandbox", "danger-full-access"]
     assert out["policy"]["backend"] == "seatbelt" and "(deny default)" in out["seatbelt_profile"]
     assert str(env.ws) not in out["seatbelt_profile"] and str(env.ws) in out["seatbelt_params"].values()
+    # verified goes out through the session proxy: only its loopback port
+    assert out["policy"]["network"] == "proxy" and '(remote ip "localhost:3128")' in out["seatbelt_profile"]
     proc = env.run("start", "codex", "--backend", "seatbelt", "--detach")
     assert proc.returncode == 2 and "only with --dry-run" in proc.stderr and _rows(env) == 0
 

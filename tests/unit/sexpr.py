@@ -144,7 +144,7 @@ class Request:
     op: str
     path: str | None = None        # file operations
     unix: str | None = None        # network-outbound / network-bind to a unix socket path
-    ip: bool = False               # network to an IP address
+    ip: bool | str = False         # network to an IP address: True (any), or "host:port"
     mach: str | None = None        # mach-lookup global name
     target: str | None = None      # process-*/signal: "self", "same-sandbox" or "other"
     sysctl: str | None = None      # sysctl-read / sysctl-write name
@@ -194,7 +194,15 @@ class Profile:
                     return False
                 return len(f) == 2 or self._match(f[2], req, req.unix)
             if f[1] == Sym("ip"):
-                return req.ip
+                if len(f) == 2 or not req.ip:
+                    return bool(req.ip)
+                # "host:port" with host localhost or *, port a number or *; True: an address no
+                # narrower filter names
+                want_host, want_port = self._value(f[2]).rsplit(":", 1)
+                if req.ip is True:
+                    return want_host == "*" and want_port == "*"
+                host, port = req.ip.rsplit(":", 1)
+                return want_host in ("*", host) and want_port in ("*", port)
             return False
         if kind == "global-name":
             return req.mach == self._value(f[1])

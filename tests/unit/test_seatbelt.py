@@ -46,8 +46,9 @@ PANE_TTY = "/dev/ttys004"
 SESSION_TMP = "/private/var/folders/ab/cdef/T/tmuxjail-7f3a"
 CODEX_ROOT = "/opt/homebrew/lib/node_modules/@openai/codex"
 CODEX_EXE = f"{CODEX_ROOT}/node_modules/@openai/codex-darwin-arm64/vendor/aarch64-apple-darwin/bin/codex"
+PROXY_PORT = 47123  # the session proxy's loopback port (network proxy)
 HOST = HostLayout(tmux_dirs=(TMUX_DIR,), tmux_files=(TMUX_FILE,), tmux_dir_candidates=(TMUX_DIR, TMUX_ABSENT),
-                  tty=PANE_TTY, session_tmp=SESSION_TMP)
+                  tty=PANE_TTY, session_tmp=SESSION_TMP, proxy_port=PROXY_PORT)
 
 
 def mac_dirs(home: str = HOME) -> Paths:
@@ -73,7 +74,7 @@ STORE, SPOOL, HOMES = str(DIRS.store), str(DIRS.spool), str(DIRS.homes)
 
 
 def resolved(mode: str, *, workspace: str = WS, caps=(), git: bool = True, home: str = HOME,
-             provider: str = "codex", git_paths=None) -> dict:
+             provider: str = "codex", git_paths=None, network: str | None = None, own_install=()) -> dict:
     """policy.resolve on the real macOS layout, as sessions would call it on a Mac."""
     dirs = mac_dirs(home)
     facts = policy.Facts(
@@ -84,9 +85,10 @@ def resolved(mode: str, *, workspace: str = WS, caps=(), git: bool = True, home:
                                      [CODEX_EXE], (CODEX_ROOT,)),
         allowed_modes=("compatibility", "isolated", "verified"),
         git_paths=tuple(git_paths if git_paths is not None else [f"{workspace}/.git"] if git else []),
+        own_install=tuple(own_install),
     )
     req = policy.Request(provider=provider, mode=Mode(mode), workspaces=(workspace,),
-                         capabilities=tuple(caps))
+                         capabilities=tuple(caps), network=network)
     return policy.as_data(policy.resolve(req, profiles.load(provider), get_adapter(provider), facts))
 
 
@@ -140,6 +142,7 @@ CASES = {
     "isolated": lambda: resolved("isolated"),
     "verified": lambda: resolved("verified", caps=["git-identity"]),
     "verified_keychain": _keychain_policy,
+    "verified_proxy": lambda: resolved("verified", caps=["git-identity"], network="proxy"),
 }
 
 
@@ -354,7 +357,7 @@ def test_tmux_socket_dirs_cannot_be_created_when_absent(name):
     if pol["mode"] != "compatibility":
         allowed(prof, R("file-write-create", path="/private/tmp/tmux-other"))
     # no tmux server running at all: /tmp/tmux-UID is only a candidate, and still guarded
-    prof = evaluator(pol, HostLayout(tmux_dir_candidates=("/private/tmp/tmux-501",), tty=PANE_TTY))
+    prof = evaluator(pol, HostLayout(tmux_dir_candidates=("/private/tmp/tmux-501",), tty=PANE_TTY, proxy_port=PROXY_PORT))
     denied(prof, R("file-write-create", path="/private/tmp/tmux-501"), R("file-write-create", path="/tmp/tmux-501"),
            R("network-bind", unix="/private/tmp/tmux-501/default"))
 
@@ -775,18 +778,18 @@ def _component(s: str, long: bool) -> str:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ws=NASTY, home=NASTY, state=NASTY, tmux=NASTY, long=st.booleans(),
-       mode=st.sampled_from(["compatibility", "isolated", "verified"]))
-def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode):
+       mode=st.sampled_from(["compatibility", "isolated", "verified"]), network=st.sampled_from(["host", "proxy", "none"]))
+def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode, network):
     h = "/Users/" + _component(home, False)
     workspace = f"{h}/src/{_component(ws, long)}"
     support = f"{h}/Library/{_component(state, long)}"
     tmux_dir = f"/private/tmp/{_component(tmux, False)}"
     pol = make_policy(mode, home=h, workspace=workspace, support=support,
                       host_read=[f"{h}/.{_component(ws, False)}"], install_roots=[f"{h}/.local/{_component(tmux, False)}"],
-                      capabilities=["macos-keychain"])
+                      capabilities=["macos-keychain"], network=network)
     host = HostLayout(tmux_dirs=(tmux_dir,), tmux_files=(f"{h}/{_component(tmux, long)}.sock",),
                       tmux_dir_candidates=(f"{h}/{_component(state, False)}/tmux-501",),
-                      session_tmp=f"/private/var/folders/zz/{_component(ws, False)}/T/s")
+                      session_tmp=f"/private/var/folders/zz/{_component(ws, False)}/T/s", proxy_port=PROXY_PORT)
     text, params = profile(pol, host)
     check_well_formed(text, params)
     for path in (workspace, support, tmux_dir, h):
@@ -846,6 +849,13 @@ def test_item10_runtime_fixtures_stay_out_of_the_temp_dirs():
     for home, tmp in (("/private/tmp/h", ""), ("/var/folders/ab/cd/T/h", ""), ("/Users/a/t/h", "/Users/a/t")):
         with pytest.raises(ValueError, match="which strict profiles open"):
             fixture_root(home, tmp, "x")
+
+
+# sysctl by MIB numbers through libc, printing the raw answer; exit 1 when refused.
+SYSCTL_PROBE = ("/usr/bin/python3 -c 'import ctypes,sys; a=[int(x) for x in sys.argv[1:]]; m=(ctypes.c_int*len(a))(*a); "
+                "n=ctypes.c_size_t(1<<16); b=ctypes.create_string_buffer(1<<16); "
+                "r=ctypes.CDLL(None).sysctl(m,len(a),b,ctypes.byref(n),None,0); "
+                "sys.stdout.buffer.write(b.raw[:n.value]); sys.exit(r != 0)'")
 
 
 def _need_sandbox_exec():
@@ -972,7 +982,9 @@ class TestRuntimeOnMac:
         pol, host, _w = self._layout(mode)
         victim = subprocess.Popen(["/bin/sleep", "60"], env={"TJ_SECRET": "tj-marker-5"})
         try:
-            r = self._pair(pol, host, "/bin/ps -wwE -p $$ >/dev/null", f"/bin/ps -wwE -p {victim.pid} | grep -q tj-marker-5",
+            # not /bin/ps: it is setuid, which a sandbox does not honour, so it fails for another reason
+            r = self._pair(pol, host, f"{SYSCTL_PROBE} 1 14 1 {victim.pid} >/dev/null",  # kern.proc.pid
+                           f"{SYSCTL_PROBE} 1 49 {victim.pid} | grep -q tj-marker-5",  # kern.procargs2
                            "procargs")
             assert "tj-marker-5" not in r.stdout
         finally:
@@ -1001,3 +1013,106 @@ class TestRuntimeOnMac:
     def test_isolated_home_is_the_private_home(self):
         pol, host, w = self._layout("isolated")
         self._pair(pol, host, 'echo hi > "$HOME/x" && cat "$HOME/x"', f'cat "{w["home"]}/.ssh/id_rsa"', "id_rsa")
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 33 item 6: the review of the generated profiles
+
+STRICT_CASES = [n for n in sorted(CASES) if n != "compatibility"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_i33_no_hard_link_or_clone_of_a_hidden_path(name):
+    # Seatbelt judges the path it is given: a link of the tmux socket, the store or a private
+    # home's file made under another name would be judged by the alias's path
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    for src in (f"{TMUX_DIR}/default", "/tmp/tmux-501/default", TMUX_FILE, STORE, f"{STORE.upper()}",
+                f"/System/Volumes/Data{STORE}", f"{HOMES}/codex/default/.codex/auth.json", f"{SPOOL}/1-tok.json"):
+        denied(prof, R("file-link", path=src), R("file-clone", path=src))
+    if pol["mode"] == "compatibility":  # the twin: the rest of the host is as it is
+        allowed(prof, R("file-link", path=f"{HOME}/notes.txt"), R("file-clone", path=f"{HOME}/notes.txt"))
+
+
+INSTALL = (f"{HOME}/.local/pipx/venvs/tmuxjail", "/opt/homebrew/Cellar/python@3.12/3.12.7")
+
+
+def test_i33_compatibility_keeps_tmuxjails_own_install_read_only_on_macos():
+    pol = resolved("compatibility", own_install=INSTALL)
+    assert pol["hidden"] == [SUPPORT]  # config, state and data share one directory here
+    assert set(INSTALL) <= set(pol["protected"])
+    prof = evaluator(pol)
+    for p in (f"{INSTALL[0]}/lib/python3.12/site-packages/tmuxjail/cli/app.py", f"{INSTALL[1]}/bin/python3.12"):
+        denied(prof, R("file-write-data", path=p), R("file-write-create", path=p), R("file-write-unlink", path=p),
+               R("file-link", path=p))
+        allowed(prof, R("file-read-data", path=p))
+    denied(prof, R("file-write-unlink", path=INSTALL[0]), R("file-write-unlink", path=f"{HOME}/.local/pipx"))
+    allowed(prof, R("file-write-create", path=f"{HOME}/.local/pipx/venvs/other/x"))
+
+
+def test_i33_compatibility_keeps_homebrews_tmux_read_only():
+    prof = evaluator(resolved("compatibility"))
+    for p in ("/opt/homebrew/bin/tmux", "/opt/homebrew/Cellar/tmux/3.5a/bin/tmux", "/opt/homebrew/opt/tmux",
+              "/opt/homebrew/opt/libevent/lib/libevent_core-2.1.7.dylib", "/opt/homebrew/Cellar/utf8proc/2.9.0/lib/x.dylib",
+              "/opt/homebrew/Cellar/ncurses/6.5/share/terminfo/x/xterm", "/usr/local/bin/tmux",
+              "/usr/local/Cellar/tmux/3.5a/bin/tmux", "/OPT/homebrew/bin/tmux", "/System/Volumes/Data/opt/homebrew/bin/tmux"):
+        denied(prof, R("file-write-data", path=p), R("file-write-create", path=p), R("file-write-unlink", path=p))
+        allowed(prof, R("file-read-data", path=p))
+    for p in ("/opt/homebrew", "/opt/homebrew/bin", "/opt/homebrew/Cellar", "/opt/homebrew/opt"):
+        denied(prof, R("file-write-unlink", path=p))  # no renaming a parent away
+    allowed(prof, R("file-write-create", path="/opt/homebrew/Cellar/node/22/bin/x"),
+            R("file-write-create", path="/opt/homebrew/bin/node"))
+
+
+@pytest.mark.parametrize("mode", ["compatibility", "isolated", "verified"])
+def test_i33_proxy_allows_out_only_the_session_proxys_port(mode):
+    pol = resolved(mode, network="proxy")
+    assert pol["network"] == "proxy"
+    text, params = profile(pol, HOST)
+    check_well_formed(text, params)
+    assert "localhost:*" not in text and "*:*" not in text
+    prof = sexpr.Profile(text, params)
+    allowed(prof, R("network-outbound", ip=f"localhost:{PROXY_PORT}"))
+    denied(prof, R("network-outbound", ip=f"localhost:{PROXY_PORT + 1}"), R("network-outbound", ip="localhost:22"),
+           R("network-outbound", ip=True), R("network-bind", ip=True), R("network-inbound", ip=True),
+           R("network-outbound", unix=seatbelt.DNS_SOCKET))
+    # the proxy resolves names; TLS is still checked in the jail
+    denied(prof, R("mach-lookup", mach="com.apple.dnssd.service"),
+           R("mach-lookup", mach="com.apple.SystemConfiguration.DNSConfiguration"))
+    allowed(prof, R("mach-lookup", mach="com.apple.trustd"))
+    with pytest.raises(ValueError, match="proxy"):
+        profile(pol, HostLayout(tmux_dirs=(TMUX_DIR,), tty=PANE_TTY))
+
+
+@pytest.mark.parametrize("mode", ["compatibility", "isolated", "verified"])
+def test_i33_network_none_allows_no_outbound_and_host_is_unchanged(mode):
+    prof = evaluator(resolved(mode, network="none"))
+    denied(prof, R("network-outbound", ip=True), R("network-outbound", ip=f"localhost:{PROXY_PORT}"),
+           R("network-outbound", unix=seatbelt.DNS_SOCKET))
+    if mode != "compatibility":
+        denied(prof, R("mach-lookup", mach="com.apple.dnssd.service"), R("mach-lookup", mach="com.apple.trustd"))
+    host = evaluator(resolved(mode, network="host"))
+    allowed(host, R("network-outbound", ip=True), R("network-outbound", ip="localhost:22"),
+            R("network-outbound", unix=seatbelt.DNS_SOCKET), R("network-bind", ip=True))
+
+
+@pytest.mark.parametrize("name", STRICT_CASES)
+def test_i33_homebrews_var_is_not_readable(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    for p in ("/opt/homebrew/var/postgresql@16/base/1/1259", "/opt/homebrew/var/log/redis.log",
+              "/OPT/Homebrew/VAR/x", "/usr/local/var/mysql/ibdata1"):
+        denied(prof, R("file-read-data", path=p), R("file-map-executable", path=p))
+    allowed(prof, R("file-read-data", path="/opt/homebrew/bin/git"), R("file-read-data", path="/opt/homebrew/etc/gitconfig"),
+            R("file-read-data", path="/usr/local/bin/x"))
+
+
+@pytest.mark.parametrize("name", STRICT_CASES)
+def test_i33_other_sessions_temp_dirs_are_out_of_reach(name):
+    pol, *_ = build(name)
+    prof = evaluator(pol)
+    other = "/private/var/folders/ab/cdef/T/tmuxjail-9c1d"
+    for p in (other, f"{other}/x", "/var/folders/ab/cdef/T/tmuxjail-9c1d/x", f"/System/Volumes/Data{other}/x"):
+        denied(prof, R("file-read-data", path=p), R("file-write-create", path=p), R("file-write-data", path=p))
+    allowed(prof, R("file-read-data", path=f"{SESSION_TMP}/x"), R("file-write-create", path=f"{SESSION_TMP}/x"),
+            R("file-write-create", path="/private/var/folders/ab/cdef/T/x"))

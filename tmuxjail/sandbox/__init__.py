@@ -39,9 +39,12 @@ class HostLayout:
     # The caller's ssh-agent socket, checked (a socket of the user's, no symlink on the way, in a
     # directory only the user can write): bound when the policy grants the ssh-agent capability.
     agent_socket: str | None
+    # Seatbelt only: the loopback port of the session's proxy (outside the jail), the one
+    # outbound address a `proxy` profile allows.
+    proxy_port: int | None
 
     FIELDS = ("top", "tmux_dirs", "tmux_files", "etc_secrets", "root_only_dirs", "resolv_dir",
-              "tmux_dir_candidates", "tty", "session_tmp", "realpaths", "agent_socket")
+              "tmux_dir_candidates", "tty", "session_tmp", "realpaths", "agent_socket", "proxy_port")
     __slots__ = FIELDS
 
     def __init__(self, top: dict[str, str] | None = None, tmux_dirs: tuple[str, ...] = (),
@@ -49,10 +52,10 @@ class HostLayout:
                  root_only_dirs: tuple[str, ...] = (), resolv_dir: str | None = None,
                  tmux_dir_candidates: tuple[str, ...] = (), tty: str | None = None,
                  session_tmp: str | None = None, realpaths: dict[str, str] | None = None,
-                 agent_socket: str | None = None) -> None:
+                 agent_socket: str | None = None, proxy_port: int | None = None) -> None:
         values = (top if top is not None else {}, tmux_dirs, tmux_files, etc_secrets, root_only_dirs,
                   resolv_dir, tmux_dir_candidates, tty, session_tmp,
-                  realpaths if realpaths is not None else {}, agent_socket)
+                  realpaths if realpaths is not None else {}, agent_socket, proxy_port)
         for name, value in zip(self.FIELDS, values, strict=True):
             object.__setattr__(self, name, value)
 

@@ -84,6 +84,18 @@ TEMP_METADATA_REGEXES = (rf"^{_DATA_RX}(/private)?/var/folders(/[^/]+)?(/[^/]+)?
 # launchd listener sockets in /tmp (ssh-agent, pasteboard, ...): never in a strict jail.
 LAUNCHD_LISTENERS = rf"^{_DATA_RX}(/private)?/tmp/com\.apple\.launchd\.[^/]+(/.*)?$"
 DNS_SOCKET = "/private/var/run/mDNSResponder"
+# Other sessions' per-session temp dirs in $TMPDIR (the launcher names them with this prefix): out
+# of the shared temp grant; a jail gets its own by its own rule.
+SESSION_TMP_PREFIX = "tmuxjail-"
+SESSION_TMPS = rf"^{_DATA_RX}(/private)?/var/folders/[^/]+/[^/]+/T/{SESSION_TMP_PREFIX}[^/]*(/.*)?$"
+# Homebrew's own data (databases, logs, caches of services it runs) under the read-only /opt and
+# /usr: other programs' data, never the jail's to read.
+SYSTEM_UNREAD = ("/opt/homebrew/var", "/usr/local/var")
+# Homebrew's tmux and the libraries it loads, on Apple silicon and on Intel: tmuxjail runs tmux
+# outside every jail, and Homebrew trees belong to the user, so compatibility would leave them
+# writable. A change there runs outside the jail at the next tmux start.
+HOMEBREW_PREFIXES = ("/opt/homebrew", "/usr/local")
+TMUX_KEGS = ("tmux", "libevent", "ncurses", "utf8proc")
 
 # An explicit list: never a `kern.` prefix, which includes kern.procargs2 (the argv and
 # environment of every process of the user).
@@ -134,6 +146,10 @@ NETWORK_MACH_SERVICES = (
     "com.apple.ocspd",
     "com.apple.SecurityServer",
 )
+# What a dry run shows for the session proxy's loopback port (a real start: the port it listens on).
+DRY_RUN_PROXY_PORT = 3128
+DNS_MACH_SERVICES = ("com.apple.dnssd.service", "com.apple.SystemConfiguration.DNSConfiguration")
+TLS_MACH_SERVICES = ("com.apple.trustd", "com.apple.trustd.agent", "com.apple.ocspd", "com.apple.SecurityServer")
 KEYCHAIN_MACH_SERVICES = (
     "com.apple.SecurityServer",
     "com.apple.securityd.xpc",
@@ -347,14 +363,20 @@ def _compatibility(policy: dict[str, Any], host: HostLayout, params: _Params) ->
     # terminals, and the services that start programs outside the sandbox.
     out = ["; compatibility: the host as is, minus tmuxjail's own state, the tmux sockets, other "
            "terminals and LaunchServices", "(allow default)"]
-    out += _deny("file-read* file-write*",
+    # file-link/file-clone: Seatbelt judges a new name by the path it is given; a hard link or
+    # clone of a guarded file made elsewhere would be judged by the alias's path.
+    out += _deny("file-read* file-write* file-link file-clone",
                  [f for p in policy["hidden"] for f in _guard(params, "HIDDEN", p, "dir")],
                  "tmuxjail's state, spool, data and every private home: hidden")
-    out += _deny("file-write*",
+    out += _deny("file-write* file-link file-clone",
                  [f for p in policy["protected"] for f in _guard(params, "PROTECTED", p, "dir")],
-                 "tmuxjail's config: read-only")
+                 "tmuxjail's config and install: read-only")
+    brew = [f for p in _homebrew_tmux() for f in _guard(params, "TMUX_INSTALL", p, "dir")]
+    out += _deny("file-write* file-link file-clone", brew,
+                 "Homebrew's tmux and its libraries (run outside every jail): read-only")
     parents = list(dict.fromkeys(a for p in [*policy["hidden"], *policy["protected"], *_tmux_dirs(host),
-                                             *host.tmux_files] for s in spellings(p) for a in ancestors(s)))
+                                             *host.tmux_files, *_homebrew_tmux()]
+                                 for s in spellings(p) for a in ancestors(s)))
     out += _deny("file-write-unlink", [f for a in parents for f in _guard(params, "PARENT", a, "file")],
                  "no renaming a parent away to move the hidden or read-only trees or a tmux socket "
                  "(rename bypass)")
@@ -363,16 +385,38 @@ def _compatibility(policy: dict[str, Any], host: HostLayout, params: _Params) ->
     out += ["; programs started through LaunchServices or Apple Events run outside the sandbox",
             "(deny lsopen)", "(deny appleevent-send)"]
     out += _deny("mach-lookup", [f"(global-name {_q(s)})" for s in LAUNCH_SERVICES])
-    if policy.get("network", "host") != "host":  # none: no IP at all, as strict modes without _network()
-        out += ["; network: none", "(deny network-outbound (remote ip))", "(deny network-inbound (local ip))",
-                "(deny network-bind (local ip))"]
+    network = policy.get("network", "host")
+    if network != "host":  # none: no IP at all, as strict modes without _network(); proxy: but the proxy
+        outbound = "(remote ip)"
+        if network == "proxy":
+            outbound = f"(require-all (remote ip) (require-not {_proxy_address(host)}))"
+        out += [f"; network: {network}", f"(deny network-outbound {outbound})", "(deny network-inbound (local ip))",
+                "(deny network-bind (local ip))",
+                f"(deny network-outbound (remote unix-socket (path-literal {_q(DNS_SOCKET)})))"]
+        out += _deny("mach-lookup", [f"(global-name {_q(s)})" for s in DNS_MACH_SERVICES], "no DNS around the proxy")
     return out
+
+
+def _homebrew_tmux() -> list[str]:
+    return [f"{prefix}/{d}/{keg}" for prefix in HOMEBREW_PREFIXES for d in ("Cellar", "opt") for keg in TMUX_KEGS] + [
+        f"{prefix}/bin/tmux" for prefix in HOMEBREW_PREFIXES]
+
+
+def _proxy_address(host: HostLayout) -> str:
+    """The session proxy's loopback address as a `remote ip` filter: that one port, never
+    localhost:*. Seatbelt takes the address as a literal "host:port" string (Codex and the sandbox
+    runtime write it the same way), so the port is checked to be a port and written in; no port
+    means no profile."""
+    port = host.proxy_port
+    if type(port) is not int or not 0 < port < 65536:
+        raise ValueError(f"network proxy needs the session proxy's port, got {port!r}")
+    return f'(remote ip "localhost:{port}")'
 
 
 def _tmux_denies(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[str]:
     dirs = [f for d in _tmux_dirs(host) for f in _guard(params, "TMUX_DIR", d, "dir")]
     files = [f for s in host.tmux_files for f in _guard(params, "TMUX_SOCKET", s, "file")]
-    out = _deny("file-read* file-write*", dirs + files,
+    out = _deny("file-read* file-write* file-link file-clone", dirs + files,
                 "the tmux socket directories (existing or not) and sockets: hidden")
     targets = ([(d, "TMUX_DIR", "dir") for d in _tmux_dirs(host)]
                + [(s, "TMUX_SOCKET", "file") for s in host.tmux_files]
@@ -521,8 +565,11 @@ def _strict(policy: dict[str, Any], host: HostLayout, params: _Params) -> list[s
     out += _temp_rules(read, never, keep)
     out += _socket_rules(policy, params, never, own)
 
-    if policy.get("network", "host") == "host":
+    network = policy.get("network", "host")
+    if network == "host":
         out += _network()
+    elif network == "proxy":
+        out += _proxy_network(host)
     if KEYCHAIN_CAPABILITY in policy.get("capabilities", ()):
         out += _keychain(policy, params)
     return out
@@ -532,25 +579,33 @@ def _system_rules(read: str, never: _Excl) -> list[str]:
     # /System holds the data volume again under /System/Volumes/Data: the whole of /Users by
     # another name. Only the system part is granted.
     data = [f"(subpath {_q(DATA_VOLUME)})", f"(regex {_rx(_ci(DATA_VOLUME, 'dir'))})"]
-    return [*_allow(read, [_except(f"(subpath {_q(p)})", never.filters([p]) + (data if inside(DATA_VOLUME, p) else []))
+    unread = {p: [f for u in SYSTEM_UNREAD if inside(u, p) for f in (f"(subpath {_q(u)})", f"(regex {_rx(_ci(u, 'dir'))})")]
+              for p in SYSTEM_READ_SUBPATHS}
+    return [*_allow(read, [_except(f"(subpath {_q(p)})", never.filters([p]) + (data if inside(DATA_VOLUME, p) else [])
+                                   + unread[p])
                            for p in SYSTEM_READ_SUBPATHS],
-                    "system paths: read-only (not the data volume under /System/Volumes/Data)"),
+                    "system paths: read-only (not the data volume under /System/Volumes/Data, not "
+                    "Homebrew's var)"),
             *_allow("file-read*", [f"(literal {_q(p)})" for p in SYSTEM_READ_LITERALS])]
 
 
 def _temp_rules(read: str, never: _Excl, keep: _Excl) -> list[str]:
     out: list[str] = []
     folders = ["/private/var/folders", "/var/folders"]
+    others = [f"(regex {_rx(SESSION_TMPS)})"]  # other sessions' temp dirs (this one's: its own rule)
     out += _allow(read,
                   [_except(f"(subpath {_q(t)})", never.filters([t])) for t in TEMP_SUBPATHS]
-                  + [_except(f"(regex {_rx(rx)})", never.filters(folders)) for rx in (*TEMP_REGEXES, *CACHE_REGEXES)],
+                  + [_except(f"(regex {_rx(rx)})", never.filters(folders) + others) for rx in TEMP_REGEXES]
+                  + [_except(f"(regex {_rx(rx)})", never.filters(folders)) for rx in CACHE_REGEXES],
                   "shared temp and the user cache dir (macOS has no private /tmp), minus the tmux "
                   "and launchd sockets")
     out += _allow("file-write*",
                   [_except(f"(subpath {_q(t)})", never.filters([t]) + keep.filters([t]) + [f"(literal {_q(t)})"])
                    for t in TEMP_SUBPATHS]
+                  + [_except(f"(regex {_rx(rx)})", never.filters(folders) + keep.filters(folders) + others)
+                     for rx in TEMP_WRITE_REGEXES]
                   + [_except(f"(regex {_rx(rx)})", never.filters(folders) + keep.filters(folders))
-                     for rx in (*TEMP_WRITE_REGEXES, *CACHE_WRITE_REGEXES)])
+                     for rx in CACHE_WRITE_REGEXES])
     out += _allow("file-read-metadata", [f"(regex {_rx(rx)})" for rx in TEMP_METADATA_REGEXES])
     return out
 
@@ -568,9 +623,8 @@ def _socket_rules(policy: dict[str, Any], params: _Params, never: _Excl,
         targets += [(_sub(n), v, excl) for v, n in zip(spellings(path), params.names(role, path), strict=True)]
     out.append("(allow system-socket)")
     out += _allow("network-outbound",
-                  [_except(f"(remote unix-socket {f})", ex.filters([v], "remote")) for f, v, ex in targets]
-                  + [f"(remote unix-socket (path-literal {_q(DNS_SOCKET)}))"],
-                  "unix sockets: only the jail's own places, and DNS")
+                  [_except(f"(remote unix-socket {f})", ex.filters([v], "remote")) for f, v, ex in targets],
+                  "unix sockets: only the jail's own places (DNS: network host only)")
     out += _allow("network-bind",
                   [_except(f"(local unix-socket {f})", ex.filters([v], "local")) for f, v, ex in targets])
     return out
@@ -610,9 +664,19 @@ def _network() -> list[str]:
     out = ["; network: host (DESIGN §1; later narrowed)",
            "(allow network-outbound (remote ip))",
            "(allow network-inbound (local ip))",
-           "(allow network-bind (local ip))"]
+           "(allow network-bind (local ip))",
+           f"(allow network-outbound (remote unix-socket (path-literal {_q(DNS_SOCKET)})))"]
     out += _allow("mach-lookup", [f"(global-name {_q(s)})" for s in NETWORK_MACH_SERVICES],
                   "name resolution and TLS trust evaluation")
+    return out
+
+
+def _proxy_network(host: HostLayout) -> list[str]:
+    # The proxy resolves names: no mDNSResponder, no DNS services; TLS still runs in the jail.
+    out = ["; network: proxy: out only to the session's proxy on loopback",
+           f"(allow network-outbound {_proxy_address(host)})"]
+    out += _allow("mach-lookup", [f"(global-name {_q(s)})" for s in TLS_MACH_SERVICES],
+                  "TLS trust evaluation (the proxy tunnels, the jail checks certificates)")
     return out
 
 

@@ -97,7 +97,8 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
         # Audit what macOS would run: the same policy, with the backend it would record.
         mac = dict(data, backend=seatbelt.Seatbelt.name)
         tty = os.ttyname(0) if os.isatty(0) else None  # a real start: the pane's, from the launcher
-        layout = mac_layout(mac, ctx.tmux.socket, ctx.env, tty=tty)
+        # (and the session proxy's port, which a real start learns when its proxy listens)
+        layout = mac_layout(mac, ctx.tmux.socket, ctx.env, tty=tty, proxy_port=seatbelt.DRY_RUN_PROXY_PORT)
         text, params = seatbelt.profile(mac, layout)
         mac_cli = p.adapter.start_argv(p.resolved.argv, native_id, [*p.adapter.seatbelt_args, *opts.args],
                                        pol.home, workspaces[0])
