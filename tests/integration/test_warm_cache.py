@@ -20,7 +20,6 @@ from tmuxjail import canon, plan, policycache, warm
 from tmuxjail.context import Context
 from tmuxjail.errors import TmuxjailError
 from tmuxjail.paths import Paths
-from tmuxjail.policy import as_data
 from tmuxjail.request import StartRequest
 from tmuxjail.tmux import Tmux
 
@@ -108,8 +107,8 @@ class World:
         from tmuxjail.net import policy as netpolicy
 
         prof = profiles.load(opts.provider)
-        self.ctx().store.add_approval(prof.provider, prof.profile_version, prof.hash, as_data(p.policy)["executable"],
-                                      netpolicy.approval_items(prof, as_data(p.policy)), "test")
+        self.ctx().store.add_approval(prof.provider, prof.profile_version, prof.hash, p.policy.to_data()["executable"],
+                                      netpolicy.approval_items(prof, p.policy.to_data()), "test")
 
     def entries(self) -> list[Path]:
         d = self.paths.state_dir / policycache.DIR
@@ -126,7 +125,7 @@ def world(tmp_path, monkeypatch):
 def same(hit: warm.WarmPlan, p: plan.Plan) -> None:
     """A warm plan is exactly the full resolution: the policy (as data, as the store's JSON and
     canonically), the fingerprint, how the CLI starts, and the approval."""
-    data = as_data(p.policy)
+    data = p.policy.to_data()
     assert hit.policy.data == data
     assert json.dumps(hit.policy.data, sort_keys=True) == json.dumps(data, sort_keys=True)  # the store row
     assert list(hit.policy.data) == list(data)  # the spec's key order too
@@ -477,7 +476,7 @@ def test_the_key_has_every_variable_the_resolution_reads():
     assert {n for t in read for n in t if n} == set(warm.ENV_READ)
     root = Path(tmuxjail.__file__).parent
     resolution = ["plan.py", "policy.py", "profiles.py", "identity.py", "host.py", "net/policy.py", "net/check.py",
-                  "restrict.py", "request.py", "approvals.py", "model.py", "policyview.py", "paths.py",
+                  "restrict.py", "request.py", "approvals.py", "model.py", "effective.py", "paths.py",
                   "sandbox/bwrap.py", "sandbox/landlock.py", "sandbox/pids.py", "sandbox/seccomp.py",
                   *(f"adapters/{p.name}" for p in (root / "adapters").glob("*.py"))]
     for name in resolution:

@@ -5,12 +5,14 @@ fingerprints below were computed before the policy became plain data."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_policy import HOME, USER_LIMITS, facts
 
 from tmuxjail import identity, policy, profiles
 from tmuxjail.adapters import get as adapter
-from tmuxjail.model import ExecutableIdentity
+from tmuxjail.effective import ExecutableIdentity, Policy
 from tmuxjail.registry import Mode
 
 WS = (f"{HOME}/src/app", f"{HOME}/src/lib")
@@ -54,3 +56,40 @@ def _resolve(case: str):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_json_form_keeps_every_stored_sessions_fingerprint(case):
     assert policy.fingerprint(_resolve(case)) == GOLDEN[case]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_stored_form_reads_back_as_the_same_policy(case):
+    """The warm start and resume read the stored JSON back: the same policy, the same JSON form."""
+    pol = _resolve(case)
+    stored = json.loads(json.dumps(pol.to_data(), sort_keys=True))
+    assert Policy.from_data(stored) == pol
+    assert Policy.from_data(stored).to_data() == stored == pol.to_data()
+
+
+def test_the_json_form_drops_only_the_empty_late_fields():
+    data = _resolve("compatibility-host").to_data()
+    assert list(data)[:3] == ["schema_version", "mode", "provider"] and data["private_home"] is None
+    assert not set(data) & {"allow_domains", "resolve", "state_guards", "state_copies", "state_audit"}
+    assert data["executable"] == {"path": "/opt/codex/codex", "sha256": "sha256:" + "a" * 64, "version": "unknown",
+                                  "extra": []}
+
+
+def test_a_policy_is_plain_frozen_data():
+    pol = _resolve("isolated-proxy")
+    with pytest.raises(AttributeError):
+        pol.mode = Mode.compatibility  # type: ignore[misc]
+    assert hash(pol) == hash(_resolve("isolated-proxy"))
+
+
+@pytest.mark.parametrize("change,error", [
+    (dict(network="host"), "apply to network proxy only"),
+    (dict(network="none", allow_domains=()), "apply to network proxy only"),  # resolve is still set
+    (dict(allow_domains=("not a pattern",)), "allow_domains"),
+    (dict(network="everywhere"), "must be host, none or proxy"),
+])
+def test_a_policy_whose_invariants_fail_is_never_built(change, error):
+    """Checked when built, by the resolver and from stored JSON alike (the warm path's read)."""
+    data = {**_resolve("isolated-proxy").to_data(), **change}
+    with pytest.raises(ValueError, match=error):
+        Policy.from_data(data)
