@@ -83,10 +83,10 @@ def test_a_policy_is_plain_frozen_data():
 
 
 @pytest.mark.parametrize("change,error", [
-    (dict(network="host"), "apply to network proxy only"),
-    (dict(network="none", allow_domains=()), "apply to network proxy only"),  # resolve is still set
-    (dict(allow_domains=("not a pattern",)), "allow_domains"),
-    (dict(network="everywhere"), "must be host, none or proxy"),
+    pytest.param(dict(network="host"), "apply to network proxy only", id="domains-on-host"),
+    pytest.param(dict(network="none", allow_domains=()), "apply to network proxy only", id="resolve-on-none"),
+    pytest.param(dict(allow_domains=("not a pattern",)), "allow_domains", id="bad-pattern"),
+    pytest.param(dict(network="everywhere"), "must be host, none or proxy", id="unknown-network"),
 ])
 def test_a_policy_whose_invariants_fail_is_never_built(change, error):
     """Checked when built, by the resolver and from stored JSON alike (the warm path's read)."""
