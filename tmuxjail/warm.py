@@ -259,7 +259,10 @@ def lookup(ctx: Context, key: str, opts: StartRequest, mode: Mode, cfg: Config,
                                       data["executable"], entry["approval_items"])
             if approval is None:
                 return None  # the full resolution refuses, and says what is missing
-        return WarmPlan(Policy.from_data(data), fp, adapter, list(now["argv"]), approval, True)
+        pol = Policy.from_data(data)
+        if pol.to_data() != data:  # not exactly what this version writes: its spec would not be its fingerprint's
+            return None
+        return WarmPlan(pol, fp, adapter, list(now["argv"]), approval, True)
     except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape: a miss
         return None
 

@@ -442,6 +442,26 @@ def _valid_mac_odd_record(w: World, entry: Path) -> None:
 BAD["another shape under a valid MAC"] = _valid_mac_odd_record
 
 
+def _valid_mac_policy(change):
+    """A policy of another shape under a valid MAC and its own fingerprint: one this version would
+    not write (an extra key), or one that breaks the policy's invariants (domains on the host's
+    network). Read back, it would not be the policy the spec and the store must hold."""
+    def edit(w: World, entry: Path) -> None:
+        import hmac
+
+        key = (entry.parent / policycache.KEY_FILE).read_bytes()
+        data = json.loads(entry.read_bytes().split(b"\n", 1)[1])
+        data["policy"] = {**data["policy"], **change}
+        data["fingerprint"] = canon.fingerprint(data["policy"])
+        body = json.dumps(data, separators=(",", ":")).encode()
+        entry.write_bytes(hmac.new(key, body, "sha256").hexdigest().encode() + b"\n" + body)
+    return edit
+
+
+BAD["a policy with a key this version does not write"] = _valid_mac_policy({"later_field": [1]})
+BAD["a policy with domains on the host's network"] = _valid_mac_policy({"network": "host", "allow_domains": ["*"]})
+
+
 @pytest.mark.parametrize("name", list(BAD))
 def test_a_bad_entry_is_a_miss_and_the_same_policy(world, name):
     hit_then_same(world, BASE)
