@@ -76,8 +76,8 @@ class Limits(NamedTuple):
 
 class Policy(NamedTuple):
     """The immutable effective policy of one session. Its fingerprint is sha256 of its canonical
-    JSON form (to_data); any change to a field changes the fingerprint and refuses a resume. Made
-    through checked(), never edited after."""
+    JSON form (to_data); any change to a field changes the fingerprint and refuses a resume. Built
+    by policy.resolve and by from_data, both through checked()."""
 
     schema_version: int  # SCHEMA
     mode: Mode
@@ -133,7 +133,9 @@ class Policy(NamedTuple):
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Policy:
         """A policy from its JSON form (a KeyError, TypeError or ValueError if it is not one)."""
-        strs = lambda key: tuple(str(v) for v in data.get(key, ()))  # noqa: E731
+        def strs(key: str) -> tuple[str, ...]:
+            return tuple(str(v) for v in data.get(key, ()))
+
         return cls(
             schema_version=int(data["schema_version"]), mode=Mode(data["mode"]), provider=str(data["provider"]),
             backend=str(data["backend"]), profile_version=str(data["profile_version"]),
