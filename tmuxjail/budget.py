@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 
-if TYPE_CHECKING:  # pydantic: host.py, on the warm start's path, imports USER_COUNTS from here
-    from .model import Limits
+if TYPE_CHECKING:
+    from .effective import Limits
 
 UNLIMITED = -1
 # /proc/sys/user/*: per-uid counts each user namespace may lower for itself (and its children).
@@ -57,7 +57,6 @@ def jail_limits(caps: Limits, host: dict[str, Any], asked: dict[str, Any], sourc
     ptys = part(max(0, host["pty_max"] - host["pty_reserve"]), share) if namespace else UNLIMITED
     user = tuple((name, part(host["user"][name], share, NAMESPACE_FLOOR if name.endswith("namespaces") else 1))
                  for name in USER_COUNTS if namespace and host["user"].get(name, -1) >= 0)
-    return caps.model_copy(update={
-        "nproc": nproc, "nofile": nofile, "ptys": ptys, "user": user,
-        **{k: part(host[k], share) for k in RLIMITS},
-    })
+    sigpending, msgqueue, memlock = (part(host[k], share) for k in RLIMITS)
+    return caps._replace(nproc=nproc, nofile=nofile, ptys=ptys, user=user, sigpending=sigpending,
+                         msgqueue=msgqueue, memlock=memlock)

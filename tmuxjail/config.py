@@ -18,7 +18,7 @@ KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "provi
 # plain start of a CLI writes a few MB; strace writes ~110 MB/s for a CLI that floods it on purpose.
 TRACE_CAP = 256 << 20
 TRACE_CAP_MIN = 1 << 20
-# [limits] key -> (model.Limits field, smallest value accepted)
+# [limits] key -> (effective.Limits field, smallest value accepted)
 LIMITS = {"tmp": ("tmp_bytes", 1 << 20), "run": ("run_bytes", 1 << 20), "home": ("home_bytes", 1 << 20),
           "nproc": ("nproc", 16), "nofile": ("nofile", 64)}
 COUNTS = ("nproc", "nofile")  # plain counts, no size units
@@ -105,7 +105,7 @@ class Config(NamedTuple):
     executables: dict[str, str] = {}  # noqa: RUF012 - read only
     accept_missing_guards: tuple[str, ...] = ()
     source: str = "(defaults)"
-    limits: dict[str, Any] = {}  # noqa: RUF012 - overrides of model.Limits, by field name; read only
+    limits: dict[str, Any] = {}  # noqa: RUF012 - overrides of effective.Limits, by field name; read only
     # mode -> the network a session gets when the request names none, and the widest it may ask.
     network: dict[str, str] = dict(DEFAULT_NETWORK)  # noqa: RUF012 - read only
     # [network.resolve]: (name, address, test_upstream), sorted; see _resolve_table.

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from . import budget, config, host, paths
+from .effective import Limits
 from .errors import TmuxjailError
-from .model import Limits
 from .net import bridge as netbridge
 from .pane import narrow
 from .profiles import executables

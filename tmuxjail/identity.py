@@ -9,12 +9,10 @@ import pwd
 import stat
 import threading
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
+from .effective import ExecutableIdentity
 from .errors import UsageError
-
-if TYPE_CHECKING:
-    from .model import ExecutableIdentity
 
 CHUNK = 1 << 20
 
@@ -246,8 +244,6 @@ def resolve(adapter, found: Path, path_env: str, cache: DigestCache | None) -> R
 
 def identify(at: Located, cache: DigestCache | None) -> Resolved:
     """A located executable (and its interpreter), hashed."""
-    from .model import ExecutableIdentity  # pydantic: never on the warm start (locate alone)
-
     extra = [] if at.interpreter is None else [(str(at.interpreter), sha256_file(at.interpreter, cache))]
     ident = ExecutableIdentity(
         path=str(at.real), sha256=sha256_file(at.real, cache), version=at.version, extra=tuple(extra)

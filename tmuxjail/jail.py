@@ -12,26 +12,19 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from . import audit, log
 from . import paths as paths_mod
 from .context import Context
+from .effective import Policy, never_passed
 from .errors import SandboxUnavailable, TmuxjailError
 from .host import foreign_pane_process, jail_exec_started
 from .host import layout as host_layout
 from .pane import command as pane_command
-from .policyview import PolicyView, as_data, never_passed
 from .registry import Mode
 from .sandbox import HostLayout, bwrap, landlock
 from .subpath import below, inside, inside_any
-
-if TYPE_CHECKING:
-    from .model import Policy as Model
-
-    # A start runs on the JSON form (a warm start never loads pydantic); resume, shell and `_pane`
-    # hand over the model.
-    Policy = Model | PolicyView
 
 READY_TIMEOUT = 10.0
 PANE_GONE = "the tmux server exited, or the pane was closed, before the jail started"
@@ -76,7 +69,7 @@ def build(ctx: Context, pol: Policy, cli_argv: list[str]) -> Launch:
     """The sandbox argv around cli_argv (the CLI's own argv when there is no sandbox)."""
     if unguarded(pol):
         return Launch(cli_argv, None)
-    data = as_data(pol)
+    data = pol.to_data()
     layout = host_layout(ctx.tmux.socket, ctx.env, bwrap.opt_trees(data))
     return Launch(bwrap.find().wrap(data, cli_argv, layout), layout)
 
@@ -162,7 +155,7 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
     token = os.urandom(8).hex()
     spec, status = spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status"
     body = {
-        "session_id": sid, "fingerprint": fp, "policy": as_data(pol), "argv": launch.sandbox_argv,
+        "session_id": sid, "fingerprint": fp, "policy": pol.to_data(), "argv": launch.sandbox_argv,
         "env": env(ctx, pol), "store": str(ctx.paths.store),
         "status_file": str(status) if status_file else os.devnull,
         "machine": os.uname().machine, "sandboxed": not unguarded(pol),
@@ -219,13 +212,12 @@ def state_files(pol: Policy, adapter) -> None:
     made once from the host's file, over which it is bound (the host's file made first if absent:
     the bind needs it, and bwrap would leave an empty one that the host's CLI then reads).
     Everything in the state is opened beneath its bound root without following a link."""
-    data = as_data(pol)
     dirs = {os.path.basename(r.rstrip("/")) for r in adapter.state_guards if r.endswith("/")}
-    for path in data.get("state_guards", ()):
+    for path in pol.state_guards:
         name = os.path.basename(path)
         empty = adapter.state_empty[name].encode() if name in adapter.state_empty else _empty(name)
         _ensure_beneath(pol.host_write, path, None if name in dirs else empty)
-    for dest, copy in data.get("state_copies", ()):
+    for dest, copy in pol.state_copies:
         body = _ensure_beneath(pol.host_write, dest, _empty(dest), read=True)
         paths_mod.ensure_private_dir(Path(copy).parent)
         try:

@@ -17,9 +17,10 @@ from .approvals import find as find_approval
 from .approvals import fix_command, missing
 from .context import Context
 from .discover import candidate as cand
+from .effective import Policy
 from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
 from .facts import HostFacts
-from .model import Mode, Policy, Profile
+from .model import Mode, Profile
 from .net.policy import approval_items
 from .policy import Facts
 from .request import StartRequest, canonical_workspaces, check_env_name, mode_of, sandbox
@@ -100,7 +101,7 @@ def resolve(ctx: Context, request: StartRequest, gate: bool = True) -> Plan:
             mode=mode, optional_caps=profile.optional, requested_caps=tuple(capabilities),
             workspaces=workspaces, env_names=base.env_names)
         facts = replace(facts, allowed_modes=modes)
-        pol = policy.resolve(req, profile, adapter, facts).model_copy(update={"env_names": tuple(names)})
+        pol = policy.resolve(req, profile, adapter, facts)._replace(env_names=tuple(names))
     else:
         pol = policy.resolve(req, profile, adapter, facts)
     if unguarded and pol.network != "host":
@@ -126,8 +127,8 @@ def profile_for(ctx: Context, provider: str, candidate: str | None = None) -> Pr
 
 def approval_for(store, profile: Profile, pol: Policy) -> dict:
     granted = store.approvals(profile.provider)
-    exe = pol.executable.model_dump(mode="json")
-    caps = approval_items(profile, policy.as_data(pol))  # capabilities, plus domain:X for each domain added
+    exe = pol.executable.to_data()
+    caps = approval_items(profile, pol.to_data())  # capabilities, plus domain:X for each domain added
     found = find_approval(granted, profile.provider, profile.hash, exe, caps)
     if found is None:
         why = missing(granted, profile, exe, caps)
@@ -199,14 +200,14 @@ def recompute(ctx: Context, row) -> Recheck:
     except UsageError as exc:
         raise refuse(row, ["workspace"], f"cannot recompute the policy of {row.name}: {exc.message}",
                      "fix the cause, or start a new session") from None
-    return Recheck(plan.fingerprint, plan.policy, policy.diff(row.policy_data or {}, policy.as_data(plan.policy)))
+    return Recheck(plan.fingerprint, plan.policy, policy.diff(row.policy_data or {}, plan.policy.to_data()))
 
 
 def said(row, pol: Policy | None, reasons: list[str]) -> str:
     """The reason codes, with what changed in the workspaces spelled out."""
     words = ", ".join(reasons)
     if "workspace" in reasons and pol is not None:
-        changes = policy.workspace_changes(row.policy_data or {}, policy.as_data(pol))
+        changes = policy.workspace_changes(row.policy_data or {}, pol.to_data())
         if changes:
             words += ": " + "; ".join(changes)
     return words

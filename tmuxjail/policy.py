@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any, cast
 from . import budget
 from .canon import fingerprint as _fingerprint
 from .config import NETWORKS, network_fix
+from .effective import GIT_WRITE as GIT_WRITE  # defined where the warm start reads them
+from .effective import SCHEMA, Limits, Network, Policy
+from .effective import never_passed as never_passed
 from .errors import NotApproved, UsageError
-from .model import Limits, Mode, Network, Policy, Profile
+from .model import Mode, Profile
 from .net import policy as netpolicy
-from .policyview import GIT_WRITE as GIT_WRITE  # defined where the warm start reads them
-from .policyview import never_passed as never_passed
 from .subpath import below, inside
 
 if TYPE_CHECKING:
@@ -83,8 +84,8 @@ class Facts:
     # The trust catalogue's other guard entries present at start (docs/workspace-trust.md).
     trust_paths: tuple[str, ...] = ()
     realpaths: dict[str, str] = field(default_factory=dict)  # declared host path -> canonical
-    limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of model.Limits
-    # The user's real per-user limits (host.user_limits()); empty: the defaults of model.Limits.
+    limits: dict[str, Any] = field(default_factory=dict)  # the operator's overrides of effective.Limits
+    # The user's real per-user limits (host.user_limits()); empty: the defaults of effective.Limits.
     user_limits: dict[str, Any] = field(default_factory=dict)
     namespace_limits: bool = True  # False: the config accepts budget.GUARD missing
     network: str = "host"  # the config's network for this mode (already narrowed by the environment)
@@ -257,6 +258,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     # platformdirs puts config, state and data in one directory, which stays hidden whole.
     hidden = tuple(sorted({d for d in facts.own_dirs if d != facts.config_dir or mode.strict or shared}))
     return Policy(
+        schema_version=SCHEMA,
         mode=mode,
         provider=profile.provider,
         backend=facts.backend,
@@ -283,7 +285,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         state_guards=guards,
         state_copies=copies,
         state_audit=audited,
-    )
+    ).checked()
 
 
 def state_files(adapter: Adapter, caps: Iterable[str], profile: Profile, facts: Facts, host_write: tuple[str, ...]
@@ -319,12 +321,8 @@ def _limits(facts: Facts) -> Limits:
                               facts.namespace_limits)
 
 
-def as_data(policy: Policy) -> dict[str, Any]:
-    return policy.model_dump(mode="json")
-
-
 def fingerprint(policy: Policy | dict[str, Any]) -> str:
-    return _fingerprint(policy if isinstance(policy, dict) else as_data(policy))
+    return _fingerprint(policy if isinstance(policy, dict) else policy.to_data())
 
 
 def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -38,10 +38,10 @@ from .adapters import Adapter
 from .adapters import get as get_adapter
 from .config import Config
 from .context import Context
+from .effective import Policy
 from .errors import ConfigError, TmuxjailError, UsageError
 from .net import policy as netpolicy
 from .policycache import PolicyCache
-from .policyview import PolicyView, as_data
 from .registry import Mode
 from .request import StartRequest, check_env_name, mode_of, sandbox
 from .subpath import below
@@ -58,7 +58,7 @@ PACKAGES = host.PACKAGES  # what installed() walks
 class WarmPlan(NamedTuple):
     """What a start needs of a resolution, cached or not."""
 
-    policy: PolicyView
+    policy: Policy
     fingerprint: str
     adapter: Adapter
     argv: list[str]  # how to start the CLI (interpreter first, for scripts)
@@ -259,7 +259,10 @@ def lookup(ctx: Context, key: str, opts: StartRequest, mode: Mode, cfg: Config,
                                       data["executable"], entry["approval_items"])
             if approval is None:
                 return None  # the full resolution refuses, and says what is missing
-        return WarmPlan(PolicyView(data), fp, adapter, list(now["argv"]), approval, True)
+        pol = Policy.from_data(data)
+        if pol.to_data() != data:  # not exactly what this version writes: its spec would not be its fingerprint's
+            return None
+        return WarmPlan(pol, fp, adapter, list(now["argv"]), approval, True)
     except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape: a miss
         return None
 
@@ -269,7 +272,7 @@ def full(ctx: Context, opts: StartRequest, mode: Mode, key: str | None, cfg_dige
     from . import plan, profiles  # pydantic and the profiles: only here
 
     p = plan.resolve(ctx, opts)
-    out = WarmPlan(PolicyView(as_data(p.policy)), p.fingerprint, p.adapter, list(p.resolved.argv), p.approval, False)
+    out = WarmPlan(p.policy, p.fingerprint, p.adapter, list(p.resolved.argv), p.approval, False)
     if key is None:
         return out
     # Remembered only if no input changed while it ran, nor since this process loaded its code.
@@ -281,11 +284,12 @@ def full(ctx: Context, opts: StartRequest, mode: Mode, key: str | None, cfg_dige
     if not loaded_is_installed():
         return out
     profile = profiles.load(opts.provider)
+    data = p.policy.to_data()
     entry = {
-        "format": FORMAT, "policy": out.policy.data, "fingerprint": out.fingerprint,
+        "format": FORMAT, "policy": data, "fingerprint": out.fingerprint,
         "lookup": {"executables": list(profile.executables), "declared": plan.declared_paths(profile, str(ctx.paths.home))},
         "record": rec, "profile_hash": profile.hash,
-        "approval_items": list(netpolicy.approval_items(profile, out.policy.data)),
+        "approval_items": list(netpolicy.approval_items(profile, data)),
     }
     PolicyCache(ctx.paths.state_dir).put(key, entry)
     return out

@@ -20,7 +20,6 @@ from tmuxjail import canon, plan, policycache, warm
 from tmuxjail.context import Context
 from tmuxjail.errors import TmuxjailError
 from tmuxjail.paths import Paths
-from tmuxjail.policy import as_data
 from tmuxjail.request import StartRequest
 from tmuxjail.tmux import Tmux
 
@@ -108,8 +107,8 @@ class World:
         from tmuxjail.net import policy as netpolicy
 
         prof = profiles.load(opts.provider)
-        self.ctx().store.add_approval(prof.provider, prof.profile_version, prof.hash, as_data(p.policy)["executable"],
-                                      netpolicy.approval_items(prof, as_data(p.policy)), "test")
+        self.ctx().store.add_approval(prof.provider, prof.profile_version, prof.hash, p.policy.to_data()["executable"],
+                                      netpolicy.approval_items(prof, p.policy.to_data()), "test")
 
     def entries(self) -> list[Path]:
         d = self.paths.state_dir / policycache.DIR
@@ -126,12 +125,13 @@ def world(tmp_path, monkeypatch):
 def same(hit: warm.WarmPlan, p: plan.Plan) -> None:
     """A warm plan is exactly the full resolution: the policy (as data, as the store's JSON and
     canonically), the fingerprint, how the CLI starts, and the approval."""
-    data = as_data(p.policy)
-    assert hit.policy.data == data
-    assert json.dumps(hit.policy.data, sort_keys=True) == json.dumps(data, sort_keys=True)  # the store row
-    assert list(hit.policy.data) == list(data)  # the spec's key order too
-    assert canon.canonical_json(hit.policy.data) == canon.canonical_json(data)
-    assert hit.fingerprint == p.fingerprint == canon.fingerprint(hit.policy.data)
+    data = p.policy.to_data()
+    assert hit.policy == p.policy  # one policy type, read back from the cache or resolved
+    assert hit.policy.to_data() == data
+    assert json.dumps(hit.policy.to_data(), sort_keys=True) == json.dumps(data, sort_keys=True)  # the store row
+    assert list(hit.policy.to_data()) == list(data)  # the spec's key order too
+    assert canon.canonical_json(hit.policy.to_data()) == canon.canonical_json(data)
+    assert hit.fingerprint == p.fingerprint == canon.fingerprint(hit.policy.to_data())
     assert hit.argv == list(p.resolved.argv)
     assert (hit.approval or {}).get("id") == (p.approval or {}).get("id")
 
@@ -295,7 +295,7 @@ def test_a_changed_user_limit_misses(world):
         got = world.warm(BASE)
         assert not got.hit, "a changed user limit must miss"
         same(got, world.full(BASE))
-        assert got.policy.data["limits"]["sigpending"] == int(soft // 2 * 0.25)
+        assert got.policy.to_data()["limits"]["sigpending"] == int(soft // 2 * 0.25)
     finally:
         resource.setrlimit(resource.RLIMIT_SIGPENDING, (soft, hard))
 
@@ -442,6 +442,26 @@ def _valid_mac_odd_record(w: World, entry: Path) -> None:
 BAD["another shape under a valid MAC"] = _valid_mac_odd_record
 
 
+def _valid_mac_policy(change):
+    """A policy of another shape under a valid MAC and its own fingerprint: one this version would
+    not write (an extra key), or one that breaks the policy's invariants (domains on the host's
+    network). Read back, it would not be the policy the spec and the store must hold."""
+    def edit(w: World, entry: Path) -> None:
+        import hmac
+
+        key = (entry.parent / policycache.KEY_FILE).read_bytes()
+        data = json.loads(entry.read_bytes().split(b"\n", 1)[1])
+        data["policy"] = {**data["policy"], **change}
+        data["fingerprint"] = canon.fingerprint(data["policy"])
+        body = json.dumps(data, separators=(",", ":")).encode()
+        entry.write_bytes(hmac.new(key, body, "sha256").hexdigest().encode() + b"\n" + body)
+    return edit
+
+
+BAD["a policy with a key this version does not write"] = _valid_mac_policy({"later_field": [1]})
+BAD["a policy with domains on the host's network"] = _valid_mac_policy({"network": "host", "allow_domains": ["*"]})
+
+
 @pytest.mark.parametrize("name", list(BAD))
 def test_a_bad_entry_is_a_miss_and_the_same_policy(world, name):
     hit_then_same(world, BASE)
@@ -477,7 +497,7 @@ def test_the_key_has_every_variable_the_resolution_reads():
     assert {n for t in read for n in t if n} == set(warm.ENV_READ)
     root = Path(tmuxjail.__file__).parent
     resolution = ["plan.py", "policy.py", "profiles.py", "identity.py", "host.py", "net/policy.py", "net/check.py",
-                  "restrict.py", "request.py", "approvals.py", "model.py", "policyview.py", "paths.py",
+                  "restrict.py", "request.py", "approvals.py", "model.py", "effective.py", "paths.py",
                   "sandbox/bwrap.py", "sandbox/landlock.py", "sandbox/pids.py", "sandbox/seccomp.py",
                   *(f"adapters/{p.name}" for p in (root / "adapters").glob("*.py"))]
     for name in resolution:

@@ -34,7 +34,7 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
         # core (pure: CORE below)
         "tmuxjail.model", "tmuxjail.policy", "tmuxjail.approvals", "tmuxjail.restrict", "tmuxjail.config",
         "tmuxjail.profiles", "tmuxjail.listing", "tmuxjail.activity", "tmuxjail.scan", "tmuxjail.gitconfig",
-        "tmuxjail.request", "tmuxjail.policyview", "tmuxjail.trust", "tmuxjail.catalogue", "tmuxjail.budget",
+        "tmuxjail.request", "tmuxjail.effective", "tmuxjail.trust", "tmuxjail.catalogue", "tmuxjail.budget",
         "tmuxjail.completion", "tmuxjail.adapters.", "tmuxjail.discover", "tmuxjail.discover.candidate",
         "tmuxjail.discover.classify", "tmuxjail.discover.evidence", "tmuxjail.discover.trace",
         # io (one owner each: OWNERS below)
@@ -58,7 +58,7 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
 CORE = set(LAYER_LIST[4][1][:LAYER_LIST[4][1].index("tmuxjail.tmux")]) | set(LAYER_LIST[0][1])
 # An import up the layers, allowed because it is inside a function and why.
 UPWARD = {
-    ("tmuxjail.sandbox.bwrap", "tmuxjail.model"): "a policy recorded before limits existed: the builders "
+    ("tmuxjail.sandbox.bwrap", "tmuxjail.effective"): "a policy recorded before limits existed: the builders "
                                                   "otherwise take the policy's JSON form",
 }
 # The pane wing and net run outside the jail on every start (or as its proxy): the standard library
@@ -123,7 +123,6 @@ SEAMS = {
     ("tmuxjail.commands.start", "tmuxjail.sessions.approve"): "asking a human to approve (the profiles, pydantic)",
     ("tmuxjail.warm", "tmuxjail.plan"): "a warm start's miss: the full resolution (pydantic, the profiles)",
     ("tmuxjail.warm", "tmuxjail.profiles"): "a warm start's miss: what the entry records of the profile",
-    ("tmuxjail.identity", "tmuxjail.model"): "ExecutableIdentity (pydantic): a warm start only locates",
     ("tmuxjail.context", "tmuxjail.store"): "the store (sqlite3) once a command asks for it",
     ("tmuxjail.menu", "tmuxjail.sessions.start"): "a start-menu item: the policy code",
     ("tmuxjail.menu", "tmuxjail.request"): "a start-menu item: the start request",
@@ -132,7 +131,7 @@ SEAMS = {
     ("tmuxjail.menu", "tmuxjail.sessions.stop"): "the stop prompt's answer",
     ("tmuxjail.menu", "tmuxjail.profiles"): "the start menu only (pydantic)",
     ("tmuxjail.menu", "tmuxjail.config"): "the start menu only",
-    ("tmuxjail.sandbox.bwrap", "tmuxjail.model"): "a policy recorded before limits existed (the launcher imports bwrap)",
+    ("tmuxjail.sandbox.bwrap", "tmuxjail.effective"): "a policy recorded before limits existed (the launcher imports bwrap)",
 }
 
 

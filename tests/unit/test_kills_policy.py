@@ -103,7 +103,7 @@ def _with_grant(grant: PathGrant, provider: str = "codex"):
 
 def _verified(prof, **kw):
     req = policy.Request(provider=prof.provider, mode=Mode.verified, workspaces=(WS,))
-    return policy.as_data(policy.resolve(req, prof, adapter(prof.provider), facts(**kw)))
+    return policy.resolve(req, prof, adapter(prof.provider), facts(**kw)).to_data()
 
 
 def test_an_absolute_grant_is_bound_and_may_lead_only_below_itself():
@@ -171,7 +171,7 @@ NAMES = (("up.test", "127.0.0.1", True),)
 
 def _net(want, **kw):
     req = policy.Request(provider="codex", mode=Mode.isolated, workspaces=(WS,), network=want)
-    return policy.as_data(policy.resolve(req, profiles.load("codex"), adapter("codex"), facts(**kw)))
+    return policy.resolve(req, profiles.load("codex"), adapter("codex"), facts(**kw)).to_data()
 
 
 def test_the_configs_resolve_entries_reach_a_proxied_jail_only():

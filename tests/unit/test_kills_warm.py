@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from tmuxjail import warm
+from tmuxjail.effective import ExecutableIdentity
 from tmuxjail.errors import ConfigError
-from tmuxjail.model import ExecutableIdentity
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from tmuxjail import (
     restrict,
     scan,
 )
+from tmuxjail.effective import ExecutableIdentity
 from tmuxjail.errors import ConfigError, NotApproved, UsageError
-from tmuxjail.model import ExecutableIdentity
 from tmuxjail.net import check as netcheck
 from tmuxjail.net import policy as netpolicy
 from tmuxjail.net import proxy as netproxy

@@ -7,8 +7,9 @@ import pytest
 
 from tmuxjail import approvals, config, identity, policy, profiles
 from tmuxjail.adapters import get as adapter
+from tmuxjail.effective import ExecutableIdentity
 from tmuxjail.errors import ConfigError, NotApproved, UsageError
-from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.model import Mode
 from tmuxjail.net import policy as netpolicy
 
 HOME = "/home/u"
@@ -28,7 +29,7 @@ def resolve(mode="isolated", network="proxy", domains=None, caps=(), ceiling="ho
     )
     req = policy.Request(provider=provider, mode=Mode(mode), workspaces=(f"{HOME}/src/app",), network=network,
                          capabilities=tuple(caps), allow_domains=None if domains is None else tuple(domains))
-    return policy.as_data(policy.resolve(req, profiles.load(provider), adapter(provider), facts))
+    return policy.resolve(req, profiles.load(provider), adapter(provider), facts).to_data()
 
 
 # -- patterns --------------------------------------------------------------------------------

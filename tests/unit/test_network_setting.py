@@ -6,8 +6,9 @@ import pytest
 
 from tmuxjail import config, identity, policy, profiles
 from tmuxjail.adapters import get as adapter
+from tmuxjail.effective import ExecutableIdentity
 from tmuxjail.errors import NotApproved, UsageError
-from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.model import Mode
 from tmuxjail.sandbox import HostLayout
 from tmuxjail.sandbox.bwrap import Bwrap
 
@@ -27,7 +28,7 @@ def resolve(mode="isolated", network=None, ceiling="host"):
         allowed_modes=MODES, network=ceiling,
     )
     req = policy.Request(provider="codex", mode=Mode(mode), workspaces=(f"{HOME}/src/app",), network=network)
-    return policy.as_data(policy.resolve(req, profiles.load("codex"), adapter("codex"), facts))
+    return policy.resolve(req, profiles.load("codex"), adapter("codex"), facts).to_data()
 
 
 def test_config_network_defaults_host_in_compatibility_and_proxy_in_strict_modes():

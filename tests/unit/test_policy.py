@@ -10,8 +10,9 @@ import pytest
 
 from tmuxjail import config, identity, policy, profiles
 from tmuxjail.adapters import get as adapter
+from tmuxjail.effective import ExecutableIdentity
 from tmuxjail.errors import NotApproved, UsageError
-from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.model import Mode
 from tmuxjail.sandbox import HostLayout, seccomp
 from tmuxjail.sandbox.bwrap import Bwrap
 
@@ -40,7 +41,7 @@ def facts(**kw):
 
 def resolve(mode="isolated", ws=(f"{HOME}/src/app",), caps=(), provider="codex", **kw):
     req = policy.Request(provider=provider, mode=Mode(mode), workspaces=tuple(ws), capabilities=tuple(caps))
-    return policy.as_data(policy.resolve(req, profiles.load(provider), adapter(provider), facts(**kw)))
+    return policy.resolve(req, profiles.load(provider), adapter(provider), facts(**kw)).to_data()
 
 
 def test_fingerprint_is_stable_and_canonical():
@@ -308,10 +309,10 @@ def test_seccomp_program_semantics(machine):
 
 
 def test_limits_have_defaults_are_overridable_and_recorded():
-    from tmuxjail.model import Limits
+    from tmuxjail.effective import Limits
 
     pol = resolve()
-    assert pol["limits"] == Limits().model_dump(mode="json") and pol["limits"]["memory"] == "none"
+    assert pol["limits"] == Limits().to_data() and pol["limits"]["memory"] == "none"
     c = config.parse('[limits]\ntmp = "16M"\nrun = 2097152\nhome = "1G"\nnproc = 64\n', "c.toml")
     assert c.limits == {"tmp_bytes": 16 << 20, "run_bytes": 2 << 20, "home_bytes": 1 << 30, "nproc": 64}
     assert resolve(limits=c.limits)["limits"]["tmp_bytes"] == 16 << 20

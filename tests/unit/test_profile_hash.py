@@ -34,7 +34,7 @@ def _codex(data: bytes | None = None, record: CertificationRecord | None = None)
 
 def _verified(profile) -> dict:
     req = policy.Request(provider="codex", mode=Mode.verified, workspaces=("/home/u/src/app",))
-    return policy.as_data(policy.resolve(req, profile, adapter("codex"), facts()))
+    return policy.resolve(req, profile, adapter("codex"), facts()).to_data()
 
 
 def _approval_for(profile, caps) -> dict:

@@ -27,7 +27,8 @@ from sexpr import Request
 
 from tmuxjail import identity, policy, profiles
 from tmuxjail.adapters import get as get_adapter
-from tmuxjail.model import ExecutableIdentity, Mode
+from tmuxjail.effective import ExecutableIdentity
+from tmuxjail.model import Mode
 from tmuxjail.paths import APP, Paths
 from tmuxjail.sandbox import (
     HostLayout,
@@ -89,7 +90,7 @@ def resolved(mode: str, *, workspace: str = WS, caps=(), git: bool = True, home:
     )
     req = policy.Request(provider=provider, mode=Mode(mode), workspaces=(workspace,),
                          capabilities=tuple(caps), network=network)
-    return policy.as_data(policy.resolve(req, profiles.load(provider), get_adapter(provider), facts))
+    return policy.resolve(req, profiles.load(provider), get_adapter(provider), facts).to_data()
 
 
 # The git-metadata model (issue 13, host.git_guards): every .git present at start (top level, a

@@ -65,7 +65,7 @@ def certify_modes(run: Run, modes: tuple[Mode, ...], real_paths: Paths) -> tuple
     path_env = run.env.get("PATH", os.defpath)
     found = identity.find(profile.executables, path_env, exe, run.provider)
     resolved = identity.resolve(run.adapter, found, path_env, None)
-    ident = resolved.identity.model_dump(mode="json")
+    ident = resolved.identity.to_data()
     executable = {"path": ident["path"], "sha256": ident["sha256"], "found": str(found), "extra": ident["extra"],
                   "install_roots": list(resolved.install_roots), "version": ident["version"]}
     results = []

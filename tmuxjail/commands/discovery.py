@@ -519,7 +519,7 @@ def _identity(ctx, provider: str, profile) -> dict:
     path_env = ctx.env.get("PATH", os.defpath)
     found = (Path(identity.login_shell()) if provider == "shell"
              else identity.find(profile.executables, path_env, cfg.executables.get(provider), provider))
-    return identity.resolve(get_adapter(provider), found, path_env, ctx.store).identity.model_dump(mode="json")
+    return identity.resolve(get_adapter(provider), found, path_env, ctx.store).identity.to_data()
 
 
 def confirm_on_terminal(question: str) -> bool:

@@ -230,9 +230,9 @@ def _state_binds(policy: dict[str, Any]) -> list[str]:
 
 def limits(policy: dict[str, Any]) -> dict[str, Any]:
     if "limits" not in policy:  # a policy recorded before limits existed
-        from ..model import Limits
+        from ..effective import Limits
 
-        return Limits().model_dump()
+        return Limits().to_data()
     out: dict[str, Any] = policy["limits"]
     return out
 

@@ -27,7 +27,7 @@ def _identity(ctx: Context, provider: str):
     else:
         found = identity.find(profile.executables, path_env, cfg.executables.get(provider), provider)
     resolved = identity.resolve(adapter, found, path_env, ctx.store)
-    return profile, resolved.identity.model_dump(mode="json")
+    return profile, resolved.identity.to_data()
 
 
 def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details: bool,

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from .. import config, conversation, jail, log, plan
 from ..adapters import get as get_adapter
 from ..context import Context, where_it_runs
+from ..effective import Policy
 from ..errors import ResumeRefused, TmuxjailError, UsageError
-from ..model import Mode, Policy
+from ..model import Mode
 from ..net import policy as netpolicy
-from ..policy import as_data
 from ..status import describe, is_jail_pane, placement
 from ..tmux import check_name
 from .stop import kill_placed
@@ -203,7 +203,7 @@ def _accept_changes(ctx: Context, row, fp: str, pol: Policy, reasons: list[str],
         kill_placed(ctx.tmux, row)
     elif ctx.tmux.has_session(row.tmux_session):  # ctx is the session's own server (resume)
         ctx.tmux.kill_session(row.tmux_session)
-    store.update_session(row.id, fingerprint=fp, policy=json.dumps(as_data(pol), sort_keys=True),
+    store.update_session(row.id, fingerprint=fp, policy=json.dumps(pol.to_data(), sort_keys=True),
                          approval_id=approval["id"] if approval else row.approval_id)
     return resume(ctx, row.name, detach=detach)
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from .. import audit, jail, stateaudit, warm
 from ..canon import fingerprint
 from ..context import Context
+from ..effective import GIT_WRITE
 from ..errors import NotApproved, UsageError
 from ..host import mac_layout
-from ..policyview import GIT_WRITE, as_data
 from ..registry import Mode
 from ..request import StartRequest
 from ..tmux import DuplicateSession, check_name
@@ -81,7 +81,7 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
     native_id = adapter.new_native_id()
     exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode, pol.backend)
     launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0]))
-    data = as_data(pol)
+    data = pol.to_data()
     spec = ctx.paths.spool / "<session-id>-<token>.json"
     out = {"dry_run": True, "provider": opts.provider, "mode": pol.mode.value, "fingerprint": fp,
            "policy": data, "pane_command": jail.pane_argv(fp, spec), "sandbox_argv": launch.sandbox_argv,
@@ -138,11 +138,12 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
                               "(`tmuxjail prune` forgets stopped sessions)")
     # A tmux session of that name is refused by new-session itself (one tmux run less before
     # the pane): the row made meanwhile is then forgotten (DuplicateSession below).
+    data = pol.to_data()
     stored = opts._replace(mode=pol.mode.value, placement=place.kind if place is not None else None)
     try:
         row = store.insert_session(
             name=name, provider=opts.provider, mode=jail.display_mode(pol), env_name=opts.env_name,
-            workspace=workspaces[0], fingerprint=fp, policy=json.dumps(pol.data, sort_keys=True),
+            workspace=workspaces[0], fingerprint=fp, policy=json.dumps(data, sort_keys=True),
             request=stored.to_json(), status="starting", native_id=native_id,
             private_home=pol.private_home, tmux_socket=ctx.tmux.socket,
             tmux_session=place.session if place else name, approval_id=p.approval["id"] if p.approval else None,
@@ -155,7 +156,7 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
     try:
         jail.prepare_dirs(ctx, pol, adapter)
         audit.baseline(store, row.id, workspaces)  # before the jail can change anything
-        stateaudit.baseline(store, row.id, pol.data)  # and the CLI's own state it could (verified)
+        stateaudit.baseline(store, row.id, data)  # and the CLI's own state it could (verified)
         spec = jail.write_spec(ctx, row.id, fp, pol, launch, trace=opts.trace)
         argv, options = jail.pane_argv(fp, spec.path), jail.options(row.id, pol, fp)
         if place is not None:

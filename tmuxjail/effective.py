@@ -1,0 +1,163 @@
+"""The effective policy of one session, as plain data: built by the resolver (policy.py) from
+validated inputs, and from its stored JSON form by the warm start (warm.py) and resume. Stdlib
+only, and NamedTuples rather than dataclasses (whose import, ~6 ms, would land on every warm
+start). Its JSON form is what every fingerprint was computed from: to_data() must keep it exactly
+(tests/unit/test_policy_form.py pins it)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+
+from .net.check import check_patterns
+from .registry import Mode
+
+GIT_WRITE = "git-metadata-write"
+
+# host: the host's network namespace; none: a namespace of its own with only its loopback;
+# proxy: a namespace of its own whose only way out is the session's egress proxy (netproxy).
+Network = Literal["host", "none", "proxy"]
+# Absent from the JSON form when empty: the fingerprints of host and none sessions (and of every
+# mode but verified, for the state guards) stay what they were before these fields existed.
+SCHEMA = 1  # Policy.schema_version
+DROPPED_EMPTY = ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit")
+
+
+def never_passed(name: str) -> bool:
+    """Names no jail ever receives, in any mode: they point back at tmux or at tmuxjail."""
+    return name.startswith("TMUX")
+
+
+class ExecutableIdentity(NamedTuple):
+    path: str
+    sha256: str
+    version: str = "unknown"
+    # Other files that decide what runs (a Node entry script's interpreter, ...): (path, sha256).
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def to_data(self) -> dict[str, Any]:
+        out: dict[str, Any] = _json(self)
+        return out
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ExecutableIdentity:
+        return cls(str(data["path"]), str(data["sha256"]), str(data.get("version", "unknown")),
+                   tuple((str(p), str(h)) for p, h in data.get("extra", ())))
+
+
+class Limits(NamedTuple):
+    """Resource limits of a jail: these defaults, the operator config's [limits] (validated by
+    config.py) over them, bounded at start by the user's real limits (budget.py)."""
+
+    tmp_bytes: int = 1 << 30  # each of /tmp, /var/tmp, /dev/shm
+    run_bytes: int = 64 << 20  # /run
+    home_bytes: int = 1 << 30  # the tmpfs home of verified mode
+    # The jail's share of each per-user kernel count (budget.py, docs/resources.md): the fraction
+    # of the user's own limit it may take; the rest stays the user's. In a policy, the fields
+    # below are the values computed at start from the real limits (-1: the user has none).
+    share: float = 0.25
+    nproc: int = 1024  # processes and threads (RLIMIT_NPROC; a pids cgroup for root); at most this
+    nofile: int = 65536  # open files per process (RLIMIT_NOFILE); nproc x nofile within the share of fs.file-max
+    sigpending: int = -1  # RLIMIT_SIGPENDING (queued signals, per user)
+    msgqueue: int = -1  # RLIMIT_MSGQUEUE (bytes of POSIX message queues, per user)
+    memlock: int = -1  # RLIMIT_MEMLOCK (locked shared memory, per user)
+    ptys: int = -1  # ptys of the jail's own devpts (max=)
+    # /proc/sys/user/<name> = value in the jail's own user namespace (inotify, fanotify, namespaces)
+    user: tuple[tuple[str, int], ...] = ()
+    memory: str = "none"  # no mechanism used yet: see `tmuxjail doctor`
+
+    def to_data(self) -> dict[str, Any]:
+        out: dict[str, Any] = _json(self)
+        return out
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Limits:
+        return cls(**{**data, "user": tuple((str(n), int(v)) for n, v in data.get("user", ()))})
+
+
+class Policy(NamedTuple):
+    """The immutable effective policy of one session. Its fingerprint is sha256 of its canonical
+    JSON form (to_data); any change to a field changes the fingerprint and refuses a resume. Built
+    by policy.resolve and by from_data, both through checked()."""
+
+    schema_version: int  # SCHEMA
+    mode: Mode
+    provider: str
+    backend: str
+    profile_version: str
+    profile_hash: str
+    executable: ExecutableIdentity
+    install_roots: tuple[str, ...]
+    home: str
+    private_home: str | None
+    workspace_read: tuple[str, ...]
+    workspace_write: tuple[str, ...]
+    host_read: tuple[str, ...]
+    host_write: tuple[str, ...]
+    protected: tuple[str, ...]
+    hidden: tuple[str, ...]
+    env_inherit: bool
+    env_names: tuple[str, ...]
+    env_set: tuple[tuple[str, str], ...]
+    capabilities: tuple[str, ...]
+    network: Network = "host"
+    # proxy only: the domain patterns the proxy allows (net.check.check_pattern; "*" = every public
+    # destination), normalised and sorted.
+    allow_domains: tuple[str, ...] = ()
+    # proxy only: the operator config's [network.resolve] (name, address, test_upstream): names the
+    # proxy resolves without DNS. Only the config file sets it (never the environment or a workspace).
+    resolve: tuple[tuple[str, str, bool], ...] = ()
+    limits: Limits = Limits()
+    # verified only: the CLI's command files inside the state bound back writable
+    # (adapters' state_guards), bound read-only onto themselves; and (host path, the jail's private
+    # copy bound over it) for its state_copies (docs/provider-state.md).
+    state_guards: tuple[str, ...] = ()
+    state_copies: tuple[tuple[str, str], ...] = ()
+    state_audit: tuple[str, ...] = ()  # ... and those the audit names when changed (stateaudit.py)
+
+    def checked(self) -> Policy:
+        """This policy with its invariants checked (ValueError if one does not hold)."""
+        if self.network not in ("host", "none", "proxy"):
+            raise ValueError(f"network {self.network!r}: must be host, none or proxy")
+        if self.network != "proxy" and (self.allow_domains or self.resolve):
+            raise ValueError("allow_domains and resolve apply to network proxy only")
+        return self._replace(allow_domains=check_patterns(self.allow_domains, "allow_domains"))
+
+    def to_data(self) -> dict[str, Any]:
+        """The JSON form: what the store, the spec, the cache and the sandbox builders hold."""
+        data: dict[str, Any] = _json(self)
+        for key in DROPPED_EMPTY:
+            if not data[key]:
+                del data[key]
+        return data
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Policy:
+        """A policy from its JSON form (a KeyError, TypeError or ValueError if it is not one)."""
+        def strs(key: str) -> tuple[str, ...]:
+            return tuple(str(v) for v in data.get(key, ()))
+
+        return cls(
+            schema_version=int(data["schema_version"]), mode=Mode(data["mode"]), provider=str(data["provider"]),
+            backend=str(data["backend"]), profile_version=str(data["profile_version"]),
+            profile_hash=str(data["profile_hash"]), executable=ExecutableIdentity.from_data(data["executable"]),
+            install_roots=strs("install_roots"), home=str(data["home"]), private_home=data["private_home"],
+            workspace_read=strs("workspace_read"), workspace_write=strs("workspace_write"),
+            host_read=strs("host_read"), host_write=strs("host_write"), protected=strs("protected"),
+            hidden=strs("hidden"), env_inherit=bool(data["env_inherit"]), env_names=strs("env_names"),
+            env_set=tuple((str(k), str(v)) for k, v in data["env_set"]), capabilities=strs("capabilities"),
+            network=data.get("network", "host"), allow_domains=strs("allow_domains"),
+            resolve=tuple((str(n), str(a), bool(t)) for n, a, t in data.get("resolve", ())),
+            limits=Limits.from_data(data.get("limits", {})), state_guards=strs("state_guards"),
+            state_copies=tuple((str(h), str(c)) for h, c in data.get("state_copies", ())),
+            state_audit=strs("state_audit"),
+        ).checked()
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, Mode):
+        return value.value
+    if isinstance(value, tuple):
+        if hasattr(value, "_asdict"):
+            return {k: _json(v) for k, v in value._asdict().items()}
+        return [_json(v) for v in value]
+    return value
