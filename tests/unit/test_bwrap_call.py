@@ -1,0 +1,59 @@
+"""The bwrap call, built once as options and fds together (sandbox/bwrap.py Call): its flat argv is
+the one the argv-built builder gave, byte for byte, for every mode, network and layout below
+(golden/bwrap_calls.json, written by that builder, each case with its policy and layout, so the
+pin does not move with policy resolution), and the binds it marks beneath a jail-writable root
+are exactly those the launcher's old re-parse of that argv made from an fd."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tmuxjail.canon import loads
+from tmuxjail.sandbox import HostLayout
+from tmuxjail.sandbox.bwrap import BIND_FD, Bwrap, agent_roots
+from tmuxjail.subpath import inside
+
+CASES = json.loads((Path(__file__).parent / "golden" / "bwrap_calls.json").read_text())
+CLI = ["/opt/codex/codex", "--flag", "x y"]
+
+
+def _layout(data):
+    return HostLayout(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def test_the_golden_cases_cover_every_mode_and_network():
+    seen = {(c["policy"]["mode"], c["policy"].get("network", "host")) for c in CASES}
+    assert seen == {(m, n) for m in ("compatibility", "isolated", "verified") for n in ("host", "none", "proxy")}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_the_flattened_call_is_the_argv_bwrap_always_got(case):
+    call = Bwrap("/usr/bin/bwrap").call(case["policy"], CLI, _layout(case["layout"]))
+    assert call.argv() == case["argv"]
+    assert call.command == CLI and call.prefix[0] == "/usr/bin/prlimit" and call.prefix[-1] == "--"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_the_marked_binds_are_the_ones_the_launcher_reparsed_into_fds(case):
+    """The old launcher walked the argv up to `--` and took every --bind/--ro-bind[-try] whose
+    source lay in an agent root, opening it from the outermost such root."""
+    pol = case["policy"]
+    call = Bwrap("/usr/bin/bwrap").call(pol, CLI, _layout(case["layout"]))
+    roots = agent_roots(pol)
+    expected = {}
+    for i, (op, *operands) in enumerate(call.setup):
+        under = [r for r in roots if op in BIND_FD and inside(operands[0], r)]
+        if under:
+            expected[i] = min(under, key=len)
+    assert call.beneath == expected
+    assert all(op in ("--remount-ro", "--chdir") for op, *_ in call.seal) and call.seal[-1][0] == "--chdir"
+
+
+@pytest.mark.parametrize("case", CASES[:6], ids=lambda c: c["name"])
+def test_the_spec_form_is_json_and_compares_equal_after_the_round_trip(case):
+    call = Bwrap("/usr/bin/bwrap").call(case["policy"], CLI, _layout(case["layout"]))
+    data = call.asdict()
+    assert loads(json.dumps(data)) == data and "command" not in data
