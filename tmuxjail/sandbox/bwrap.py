@@ -8,7 +8,7 @@ import os
 from ..subpath import inside, inside_any
 from . import HostLayout
 
-TYPE_CHECKING = False  # typing is not imported: the launcher rebuilds this argv on every start
+TYPE_CHECKING = False  # typing is not imported: the launcher derives this call on every start
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
