@@ -35,11 +35,18 @@ STATUS_EVERY, PROBE_EVERY = 0.004, 0.1  # wait_ready's two checks
 
 
 class Launch(NamedTuple):
-    """The sandbox argv of one launch and the host layout it was built for (the launcher rebuilds
-    the argv from the policy and this layout, and refuses any other)."""
+    """One launch: the command the jail runs, the bwrap call around it (None: no sandbox) and the
+    host layout it was built for (the launcher derives the call again from the policy and this
+    layout, and refuses any other)."""
 
-    sandbox_argv: list[str]
+    command: list[str]
+    call: bwrap.Call | None
     layout: HostLayout | None
+
+    @property
+    def sandbox_argv(self) -> list[str]:
+        """The whole argv, flattened (what a dry run shows; the launcher flattens its own)."""
+        return self.call.argv() if self.call is not None else self.command
 
 
 class Spec(NamedTuple):
@@ -66,12 +73,12 @@ def env(ctx: Context, pol: Policy) -> dict[str, str]:
 
 
 def build(ctx: Context, pol: Policy, cli_argv: list[str]) -> Launch:
-    """The sandbox argv around cli_argv (the CLI's own argv when there is no sandbox)."""
+    """The sandbox's call around cli_argv (none when there is no sandbox)."""
     if unguarded(pol):
-        return Launch(cli_argv, None)
+        return Launch(cli_argv, None, None)
     data = pol.to_data()
     layout = host_layout(ctx.tmux.socket, ctx.env, bwrap.opt_trees(data))
-    return Launch(bwrap.find().wrap(data, cli_argv, layout), layout)
+    return Launch(cli_argv, bwrap.find().call(data, cli_argv, layout), layout)
 
 
 def pane_argv(fp: str, spec: Path) -> list[str]:
@@ -155,13 +162,14 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
     token = os.urandom(8).hex()
     spec, status = spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status"
     body = {
-        "session_id": sid, "fingerprint": fp, "policy": pol.to_data(), "argv": launch.sandbox_argv,
+        "session_id": sid, "fingerprint": fp, "policy": pol.to_data(), "argv": launch.command,
         "env": env(ctx, pol), "store": str(ctx.paths.store),
         "status_file": str(status) if status_file else os.devnull,
         "machine": os.uname().machine, "sandboxed": not unguarded(pol),
         "landlock_scope": pol.mode.strict and landlock_ok(),
-        # The launcher rebuilds the bwrap argv from the policy and this layout and refuses any
-        # other argv (pane/spec.py verify).
+        # The launcher derives the bwrap call from the policy and this layout and refuses any
+        # other call (pane/spec.py verify).
+        "call": launch.call.asdict() if launch.call is not None else None,
         "layout": layout_data(launch.layout),
     }
     if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap

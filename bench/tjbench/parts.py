@@ -326,7 +326,7 @@ def launcher(b: Bench) -> None:
     landlock = subprocess.run([tools.tj_py, "-c", "from tmuxjail.sandbox import landlock as l; print(l.abi() >= l.MIN_ABI)"],
                               capture_output=True, text=True, check=False).stdout.strip() == "True"
     spec = json.dumps({
-        "session_id": "bench", "fingerprint": d["fingerprint"], "policy": pol, "argv": d["sandbox_argv"],
+        "session_id": "bench", "fingerprint": d["fingerprint"], "policy": pol, "argv": d["cli_argv"], "call": d["sandbox_call"],
         "env": dict(pol["env_set"]), "store": str(store), "status_file": str(spec_path.with_suffix(".status")),
         "machine": platform.machine(), "sandboxed": True, "layout": d["host_layout"], "landlock_scope": landlock})
     root = subprocess.run([tools.tj_py, "-c", "import os, tmuxjail; print(os.path.dirname(os.path.dirname(tmuxjail.__file__)))"],

@@ -189,20 +189,23 @@ def _launch(env, spec: dict, name: str):
                           cwd=env.ws, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
 
 
-def _drop_first_mask(argv):
+def _drop_first_mask(call):
     """The first mask swapped for a harmless option of the same length (so that only a check of
-    the bwrap argv itself can tell)."""
-    i = argv.index("--tmpfs")
-    return [*argv[:i], "--chdir", "/", *argv[i + 2:]]
+    the bwrap call itself can tell)."""
+    setup = [list(e) for e in call["setup"]]
+    i = next(i for i, e in enumerate(setup) if e[0] == "--tmpfs")
+    setup[i] = ["--chdir", "/"]
+    return dict(call, setup=setup)
 
 
 TAMPER = {
     "unjailed": lambda s, cli: dict(s, argv=cli, sandboxed=False),
     "no-seccomp": lambda s, cli: dict(s, sandboxed=False),  # bwrap run without the filter's fd
     "other-program": lambda s, cli: dict(s, argv=["/bin/sh", *cli[1:]]),
-    "mask-dropped": lambda s, cli: dict(s, argv=_drop_first_mask(s["argv"])),
-    "bwrap-option-changed": lambda s, cli: dict(s, argv=[a if a != "--unshare-pid" else "--share-net" for a in s["argv"]]),
-    "executable": lambda s, cli: dict(s, argv=s["argv"][:-len(cli)] + ["/usr/bin/env", *cli]),
+    "mask-dropped": lambda s, cli: dict(s, call=_drop_first_mask(s["call"])),
+    "bwrap-option-changed": lambda s, cli: dict(s, call=dict(s["call"], setup=[
+        e if e != ["--unshare-pid"] else ["--share-net"] for e in s["call"]["setup"]])),
+    "executable": lambda s, cli: dict(s, argv=["/usr/bin/env", *cli]),
     "env-tmux": lambda s, cli: dict(s, env=dict(s["env"], TMUX="/tmp/tmux-0/default,1,0")),
     "env-changed": lambda s, cli: dict(s, env=dict(s["env"], HOME="/")),
     "landlock-off": lambda s, cli: dict(s, landlock_scope=False),
@@ -225,12 +228,10 @@ def test_launcher_runs_only_what_follows_from_the_policy(jail_env, mode):
     env.run(*args, "--name", "j", "--detach", check=True)
     sid, fp = sqlite3.connect(env.store).execute("SELECT id, fingerprint FROM sessions WHERE name='j'").fetchone()
     assert fp == dry["fingerprint"]
-    argv = dry["sandbox_argv"]
-    at = len(argv) - argv[::-1].index("--")  # the CLI's argv: after the last -- (a prlimit may precede it)
-    cli = [*dry["sandbox_argv"][at:], "-c", "echo ok > ./launched"]
+    cli = [*dry["cli_argv"], "-c", "echo ok > ./launched"]
     pol = dry["policy"]
     spec = {
-        "session_id": sid, "fingerprint": fp, "policy": pol, "argv": [*dry["sandbox_argv"][:at], *cli],
+        "session_id": sid, "fingerprint": fp, "policy": pol, "argv": cli, "call": dry["sandbox_call"],
         "env": dict(pol["env_set"]), "store": str(env.store), "machine": os.uname().machine,
         "sandboxed": True, "landlock_scope": mode != "compatibility" and landlock.abi() >= landlock.MIN_ABI,
         "layout": dry["host_layout"],

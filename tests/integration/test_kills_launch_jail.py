@@ -20,14 +20,14 @@ pytestmark = pytest.mark.integration
 
 
 def _rewrap(spec: dict) -> None:
-    """The spec's bubblewrap argv rebuilt from its (changed) policy, as a start would build it."""
+    """The spec's bubblewrap call rebuilt from its (changed) policy, as a start would build it."""
     from tmuxjail.sandbox import HostLayout
     from tmuxjail.sandbox.bwrap import Bwrap
 
     layout = HostLayout(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec["layout"].items()})
-    old = Bwrap(spec["argv"][0]).wrap(json.loads(json.dumps(spec["old_policy"])), [], layout)
-    assert spec["argv"][:len(old)] == old
-    spec["argv"] = [*Bwrap(spec["argv"][0]).wrap(spec["policy"], [], layout), *spec["argv"][len(old):]]
+    path = spec["call"]["bwrap"]
+    assert spec["call"] == Bwrap(path).call(json.loads(json.dumps(spec["old_policy"])), [], layout).asdict()
+    spec["call"] = Bwrap(path).call(spec["policy"], [], layout).asdict()
     del spec["old_policy"]
 
 
@@ -46,7 +46,7 @@ def _compat_spec(env, tmp_path) -> dict:
     row = sqlite3.connect(env.store).execute(
         "SELECT id, policy, fingerprint FROM sessions WHERE name = 'c' AND status != 'stopped'").fetchone()
     return {"session_id": row[0], "fingerprint": row[2], "policy": json.loads(row[1]),
-            "argv": [*dry["sandbox_argv"], "-c", "echo RAN"], "env": dict(dry["policy"]["env_set"]),
+            "argv": [*dry["cli_argv"], "-c", "echo RAN"], "call": dry["sandbox_call"], "env": dict(dry["policy"]["env_set"]),
             "store": str(env.store), "status_file": str(tmp_path / "spec.status"), "machine": platform.machine(),
             "sandboxed": True, "landlock_scope": True, "layout": dry["host_layout"]}
 

@@ -75,7 +75,7 @@ def _spec(env, tmp_path):
     row = sqlite3.connect(env.store).execute("SELECT id, policy, fingerprint FROM sessions").fetchone()
     assert row[2] == dry["fingerprint"]
     spec = {"session_id": row[0], "fingerprint": row[2], "policy": json.loads(row[1]),
-            "argv": [*dry["sandbox_argv"], "-c", "echo RAN"], "env": dict(dry["policy"]["env_set"]),
+            "argv": [*dry["cli_argv"], "-c", "echo RAN"], "call": dry["sandbox_call"], "env": dict(dry["policy"]["env_set"]),
             "store": str(env.store), "status_file": str(tmp_path / "spec.status"), "machine": platform.machine(),
             "sandboxed": True, "landlock_scope": True, "layout": dry["host_layout"]}
     return out, spec

@@ -37,7 +37,7 @@ def _spec(env, tmp_path: Path, mode: str) -> tuple[Path, str]:
     db.close()
     spec = tmp_path / "lean.json"
     spec.write_text(json.dumps({
-        "session_id": "lean", "fingerprint": out["fingerprint"], "policy": pol, "argv": out["sandbox_argv"],
+        "session_id": "lean", "fingerprint": out["fingerprint"], "policy": pol, "argv": out["cli_argv"], "call": out["sandbox_call"],
         "env": dict(pol["env_set"]), "store": str(store), "status_file": str(tmp_path / "lean.status"),
         "machine": platform.machine(), "sandboxed": True, "layout": out["host_layout"],
         "landlock_scope": mode != "compatibility" and landlock.abi() >= landlock.MIN_ABI}))

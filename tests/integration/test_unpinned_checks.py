@@ -17,15 +17,15 @@ pytestmark = pytest.mark.integration
 
 def test_a_spec_naming_another_program_as_bubblewrap_is_refused(jail_env, tmp_path):
     """Whoever could rewrite a launch spec names their own program as bubblewrap (it then runs
-    outside every jail); the argv after it is what the policy builds, so only the path check
+    outside every jail); the call around it is what the policy builds, so only the path check
     stands in the way."""
     env = jail_env
     _, spec = _spec(env, tmp_path)
     ran = tmp_path / "ran"
     fake = tmp_path / "bwrap"
-    fake.write_text(f"#!/bin/sh\ntouch {ran}\nexec {spec['argv'][0]} \"$@\"\n")
+    fake.write_text(f"#!/bin/sh\ntouch {ran}\nexec {spec['call']['bwrap']} \"$@\"\n")
     fake.chmod(0o755)
-    spec["argv"][0] = str(fake)
+    spec["call"]["bwrap"] = str(fake)
     proc = _launch(env, spec, spec["fingerprint"], tmp_path)
     assert proc.returncode == 3 and "bubblewrap path" in proc.stderr, (proc.returncode, proc.stderr)
     assert "RAN" not in proc.stdout and not ran.exists()
@@ -171,7 +171,7 @@ def test_a_spec_passing_tmux_variables_into_a_compatibility_jail_is_refused(jail
     env.json(*args, "--name", "c", "--detach")
     row = sqlite3.connect(env.store).execute("SELECT id, policy, fingerprint FROM sessions").fetchone()
     spec = {"session_id": row[0], "fingerprint": row[2], "policy": json.loads(row[1]),
-            "argv": [*dry["sandbox_argv"], "-c", "echo RAN"], "env": dict(dry["policy"]["env_set"]),
+            "argv": [*dry["cli_argv"], "-c", "echo RAN"], "call": dry["sandbox_call"], "env": dict(dry["policy"]["env_set"]),
             "store": str(env.store), "status_file": str(tmp_path / "spec.status"), "machine": platform.machine(),
             "sandboxed": True, "landlock_scope": True, "layout": dry["host_layout"]}
     for extra, ok in (({}, True), ({"TMUX": "/tmp/tmux-0/default,1,0"}, False), ({"TMUX_PANE": "%1"}, False)):

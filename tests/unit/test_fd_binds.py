@@ -1,6 +1,6 @@
-"""The launcher's contract with the argv builder: every bind whose source lies in a tree a jail can
-write becomes --bind-fd/--ro-bind-fd of an fd opened without following a link; -try keeps its
-meaning; a link refuses (exit 5). And the no-follow mkdir used to prepare state dirs."""
+"""The launcher's contract with the call builder: every bind it marks, whose source lies in a tree
+a jail can write, becomes --bind-fd/--ro-bind-fd of an fd opened without following a link; -try
+keeps its meaning; a link refuses (exit 5). And the no-follow mkdir used to prepare state dirs."""
 
 from __future__ import annotations
 
@@ -12,12 +12,24 @@ import pytest
 from tmuxjail.errors import SandboxUnavailable
 from tmuxjail.pane import binds
 from tmuxjail.paths import make_dirs_beneath
+from tmuxjail.sandbox.bwrap import Call, agent_roots
 
 
 def _policy(ws, **kw):
     base = dict(workspace_write=[str(ws)], workspace_read=[], host_write=[], host_read=[], private_home=None)
     base.update(kw)
     return base
+
+
+def fd_binds(entries, policy, seal=(), command=("sh",)):
+    """The launcher's step on a call of these setup entries, marked as the builder marks them:
+    its flat argv (without bubblewrap's path) and the fds."""
+    call = Call("/usr/bin/bwrap")
+    call.setup = [tuple(e) for e in entries]
+    call.mark_beneath(agent_roots(policy))
+    call.seal, call.command = [tuple(e) for e in seal], list(command)
+    fds = binds.fd_binds(call)
+    return call.argv()[1:], fds
 
 
 def _close(fds):
@@ -28,10 +40,10 @@ def _close(fds):
 def test_binds_under_a_writable_root_become_fds_of_the_same_objects(tmp_path):
     ws = tmp_path / "ws"
     (ws / "a" / ".git").mkdir(parents=True)
-    args = ["--ro-bind", "/usr", "/usr", "--bind", str(ws), str(ws), "--bind", f"{ws}/a", f"{ws}/a",
-            "--ro-bind", f"{ws}/a/.git", f"{ws}/a/.git", "--ro-bind-try", f"{ws}/missing", f"{ws}/missing",
-            "--tmpfs", f"{ws}/x", "--chdir", str(ws), "--", "sh", "--bind", str(ws)]
-    out, fds = binds.fd_binds(args, _policy(ws))
+    entries = [("--ro-bind", "/usr", "/usr"), ("--bind", str(ws), str(ws)), ("--bind", f"{ws}/a", f"{ws}/a"),
+               ("--ro-bind", f"{ws}/a/.git", f"{ws}/a/.git"), ("--ro-bind-try", f"{ws}/missing", f"{ws}/missing"),
+               ("--tmpfs", f"{ws}/x")]
+    out, fds = fd_binds(entries, _policy(ws), seal=[("--chdir", str(ws))], command=["sh", "--bind", str(ws)])
     try:
         assert out[:3] == ["--ro-bind", "/usr", "/usr"]  # outside every root: left as it is
         assert out[-8:] == ["--tmpfs", f"{ws}/x", "--chdir", str(ws), "--", "sh", "--bind", str(ws)]
@@ -52,20 +64,22 @@ def test_a_link_below_the_root_refuses(tmp_path, capsys, where, flag):
     (ws / "lnk").symlink_to("/tmp")
     src = f"{ws}/lnk" if where == "leaf" else f"{ws}/lnk/x"
     with pytest.raises(SystemExit) as exc:
-        binds.fd_binds([flag, src, src, "--", "sh"], _policy(ws))
+        fd_binds([(flag, src, src)], _policy(ws))
     assert exc.value.code == 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{ws}/lnk is a symbolic link" in err[0]
 
 
-def test_missing_source_refuses_without_try_and_unknown_options_refuse(tmp_path, capsys):
+def test_missing_source_refuses_without_try_and_a_mark_on_anything_but_a_bind_refuses(tmp_path, capsys):
     ws = tmp_path / "ws"
     ws.mkdir()
     with pytest.raises(SystemExit) as exc:
-        binds.fd_binds(["--ro-bind", f"{ws}/gone", f"{ws}/gone", "--", "sh"], _policy(ws))
+        fd_binds([("--ro-bind", f"{ws}/gone", f"{ws}/gone")], _policy(ws))
     assert exc.value.code == 5 and "is gone" in capsys.readouterr().err
+    call = Call("/usr/bin/bwrap")
+    call.setup, call.beneath = [("--symlink", f"{ws}/x", "/x")], {0: str(ws)}
     with pytest.raises(SystemExit) as exc:
-        binds.fd_binds(["--new-option", str(ws), "--", "sh"], _policy(ws))
+        binds.fd_binds(call)
     assert exc.value.code == 3
 
 
@@ -77,14 +91,14 @@ def test_the_outermost_root_is_where_the_walk_starts(tmp_path, capsys):
     (ws / "lnk").symlink_to(ws / "real")
     inner = f"{ws}/lnk"
     with pytest.raises(SystemExit):
-        binds.fd_binds(["--bind", inner, inner, "--", "sh"], _policy(ws, host_write=[inner]))
+        fd_binds([("--bind", inner, inner)], _policy(ws, host_write=[inner]))
     assert "symbolic link" in capsys.readouterr().err
 
 
 def test_private_home_bind_is_an_fd_too(tmp_path):
     home = tmp_path / "homes" / "pi"
     home.mkdir(parents=True)
-    out, fds = binds.fd_binds(["--bind", str(home), "/home/u", "--", "sh"], _policy(tmp_path / "ws", private_home=str(home)))
+    out, fds = fd_binds([("--bind", str(home), "/home/u")], _policy(tmp_path / "ws", private_home=str(home)))
     try:
         assert out[:3] == ["--bind-fd", str(fds[0]), "/home/u"]
         assert stat.S_ISDIR(os.fstat(fds[0]).st_mode)
@@ -147,12 +161,3 @@ def test_git_walk_guards_submodules_under_skipped_names(tmp_path):
     (ws / ".gitmodules").write_text('[submodule "dep"]\n\tpath = node_modules/dep\n\turl = x\n')
     found, _, capped = host.guards([str(ws)])
     assert not capped and f"{ws}/node_modules/dep/.git" in found
-
-
-def test_an_argv_without_its_command_is_walked_to_its_end_and_no_further(tmp_path):
-    """The walk stops at `--` or at the argv's end: one step past it would read beyond the argv
-    (a crash, not a refusal) on a spec whose command was cut off."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    out, fds = binds.fd_binds(["--ro-bind", "/usr", "/usr", "--chdir", str(ws)], _policy(ws))
-    assert out == ["--ro-bind", "/usr", "/usr", "--chdir", str(ws)] and fds == []

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_policy import LAYOUT, resolve
 
-from tmuxjail.pane import binds, executable, launch, narrow, refuse
+from tmuxjail.pane import executable, launch, narrow, refuse
 from tmuxjail.pane import helper as pane_helper
 from tmuxjail.pane import spec as pane_spec
 from tmuxjail.sandbox import landlock
@@ -139,9 +139,9 @@ def test_a_proxy_that_exits_before_it_listens_refuses_the_launch(capsys, said):
 def _verify_spec(tmp_path, pol, scope):
     layout = {"top": LAYOUT.top, "tmux_dirs": list(LAYOUT.tmux_dirs), "tmux_files": list(LAYOUT.tmux_files),
               "etc_secrets": list(LAYOUT.etc_secrets)}
-    argv = [*Bwrap("/usr/bin/bwrap").wrap(pol, [], LAYOUT), pol["executable"]["path"]]
+    call = Bwrap("/usr/bin/bwrap").call(pol, [], LAYOUT).asdict()
     path = str(tmp_path / "spec.json")
-    return {"argv": argv, "sandboxed": True, "env": dict(pol["env_set"]), "layout": layout,
+    return {"argv": [pol["executable"]["path"]], "call": call, "sandboxed": True, "env": dict(pol["env_set"]), "layout": layout,
             "landlock_scope": scope, "status_file": path[:-len(".json")] + ".status"}, path
 
 
@@ -290,15 +290,31 @@ def _is_open(fd: int) -> bool:
 
 # -- the spec itself, the bubblewrap options, the exec --------------------------------------------
 
-@pytest.mark.parametrize("tail", [["--tmpfs"], ["--bind", "/usr"], ["--chdir", "/w", "--setenv", "X"]])
-def test_a_sandbox_option_cut_off_from_its_arguments_is_refused(tmp_path, capsys, tail):
-    """Every bubblewrap option before `--` has its arguments: one cut short would take the
-    next option (or nothing) as its own, so the launcher refuses instead of guessing."""
-    pol = {"workspace_write": [str(tmp_path)], "workspace_read": [], "host_write": [], "host_read": [],
-           "private_home": None}
+CALL_TAMPERING = {
+    "option-cut-short": lambda c: c["setup"].__setitem__(-1, c["setup"][-1][:-1]),
+    "option-dropped": lambda c: c["setup"].pop(1),
+    "option-added": lambda c: c["setup"].append(["--bind", "/", "/"]),
+    "mark-dropped": lambda c: c["beneath"].pop(),
+    "mark-moved-inward": lambda c: c["beneath"][0].__setitem__(1, c["beneath"][0][1] + "/sub"),
+    "seal-dropped": lambda c: c["seal"].pop(0),
+    "prefix-changed": lambda c: c["prefix"].__setitem__(-2, "--nproc=999999"),
+    "section-missing": lambda c: c.pop("seal"),
+    "no-call": lambda c: c.clear(),
+}
+
+
+@pytest.mark.parametrize("how", CALL_TAMPERING)
+def test_a_spec_call_that_is_not_the_one_the_policy_gives_is_refused(tmp_path, capsys, how):
+    """The launcher derives the bwrap call from the fingerprinted policy and the layout and runs
+    only that: a spec whose call differs anywhere (an option, its operands, a mark of a bind to
+    open from an fd, the seal, the process limit) is tampered."""
+    pol = resolve("isolated")
+    spec, path = _verify_spec(tmp_path, pol, True)
+    assert pane_spec.verify(spec, pol, path) is not None  # the control
+    CALL_TAMPERING[how](spec["call"])
     with pytest.raises(SystemExit) as exit_:
-        binds.fd_binds(["--ro-bind", "/usr", "/usr", *tail], pol)
-    assert exit_.value.code == refuse.EXIT_REFUSED and "lacks its arguments" in capsys.readouterr().err
+        pane_spec.verify(spec, pol, path)
+    assert exit_.value.code == refuse.EXIT_REFUSED and "does not follow" in capsys.readouterr().err
 
 
 def test_a_spec_the_launcher_cannot_delete_is_still_read_once(tmp_path):
@@ -414,7 +430,7 @@ def test_a_spec_that_leaves_out_its_sandbox_setting_is_taken_as_sandboxed(tmp_pa
 
 @pytest.mark.parametrize("argv", ["/usr/bin/bwrap --bind / / sh", [], {}, 7])
 def test_a_spec_argv_that_is_no_list_of_words_is_refused_as_tampered(tmp_path, capsys, argv):
-    """A string would pass a check of its characters one by one; an empty list has no bubblewrap."""
+    """A string would pass a check of its characters one by one; an empty list has no command."""
     pol = resolve("isolated")
     spec, path = _verify_spec(tmp_path, pol, True)
     spec["argv"] = argv

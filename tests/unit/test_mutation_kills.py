@@ -33,7 +33,7 @@ from tmuxjail.net import policy as netpolicy
 from tmuxjail.net import proxy as netproxy
 from tmuxjail.pane import binds, executable, narrow, refuse
 from tmuxjail.pane import spec as pane_spec
-from tmuxjail.sandbox.bwrap import Bwrap
+from tmuxjail.sandbox.bwrap import Bwrap, Call, agent_roots
 
 
 @pytest.fixture
@@ -157,8 +157,11 @@ def test_a_link_above_an_inner_root_is_refused(tmp_path, capsys):
     (ws / "lnk").symlink_to(ws / "real")
     inner = f"{ws}/lnk/sub"
     pol = dict(workspace_write=[str(ws)], workspace_read=[], host_write=[inner], host_read=[], private_home=None)
+    call = Call("/usr/bin/bwrap")
+    call.setup = [("--bind", inner, inner)]
+    call.mark_beneath(agent_roots(pol))
     with pytest.raises(SystemExit):
-        binds.fd_binds(["--bind", inner, inner, "--", "sh"], pol)
+        binds.fd_binds(call)
     assert "symbolic link" in capsys.readouterr().err
 
 
@@ -1234,20 +1237,23 @@ def test_state_guards_are_read_only_and_every_directory_above_them_is_pinned():
     policy = {"host_write": ["/h/.pi", "/h/.codex"],
               "state_guards": ["/h/.pi/agent/hooks/x.json", "/h/.codex/config.toml"],
               "state_copies": [("/h/.pi/agent/auth.json", "/s/auth.json")]}
-    assert _state_binds(policy) == [
+    assert [x for entry in _state_binds(policy) for x in entry] == [
         "--bind", "/h/.pi/agent", "/h/.pi/agent", "--bind", "/h/.pi/agent/hooks", "/h/.pi/agent/hooks",
         "--ro-bind-try", "/h/.codex/config.toml", "/h/.codex/config.toml",
         "--ro-bind-try", "/h/.pi/agent/hooks/x.json", "/h/.pi/agent/hooks/x.json",
         "--bind", "/s/auth.json", "/h/.pi/agent/auth.json"]
 
 
-def test_binds_added_to_a_sandbox_argv_go_before_its_closing_remount_and_chdir():
-    from tmuxjail.sandbox.bwrap import seal_start
-
-    args = ["--bind", "/a", "/a", "--remount-ro", "/", "--chdir", "/w", "--", "/bin/cli"]
-    assert seal_start(args) == 3
-    assert seal_start([*args[:7], "--", "/bin/cli", "--remount-ro", "x", "--chdir", "y"]) == 3
-    assert seal_start(["--chdir", "/w", "--", "/bin/cli"]) == 0
+def test_binds_added_to_a_built_call_go_before_its_closing_remount_and_chdir():
+    """The seal (read-only remounts, then --chdir) stays last of the setup whatever is added to the
+    setup after the build (the bridge's binds), and the command is never part of it."""
+    call = Bwrap().call(resolve("compatibility"), ["/bin/cli", "--remount-ro", "x", "--chdir", "y"], LAYOUT)
+    seal = [x for entry in call.seal for x in entry]
+    call.setup.append(("--bind", "/n", "/n"))
+    argv = call.argv()
+    i = argv.index("--")
+    assert argv[i - len(seal) - 3:i] == ["--bind", "/n", "/n", *seal] and call.seal[0][0] == "--remount-ro"
+    assert argv[-5:] == ["/bin/cli", "--remount-ro", "x", "--chdir", "y"]
 
 
 def test_a_zero_rlimit_share_is_set_not_dropped():
@@ -1272,7 +1278,7 @@ def test_a_pty_share_of_zero_still_binds_the_launchers_own_devpts():
     from tmuxjail.sandbox.bwrap import _dev
 
     for ptys, bound in ((0, True), (8, True), (-1, False)):
-        argv = _dev({"limits": {"ptys": ptys, "tmp_bytes": 1 << 20}})
+        argv = [x for entry in _dev({"limits": {"ptys": ptys, "tmp_bytes": 1 << 20}}) for x in entry]
         assert (("--dev-bind", "/dev/pts") in _pairs(argv)) is bound, ptys
 
 

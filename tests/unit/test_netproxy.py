@@ -387,13 +387,18 @@ def test_head_size_is_bounded(tmp_path, no_dns):
 
 
 def test_bridge_wiring_is_after_the_process_limit_and_binds_the_socket():
+    from tmuxjail.sandbox.bwrap import Call
+
     pol = {"mode": "isolated"}
-    args = ["--unshare-net", "--chdir", "/w", "--", "/usr/bin/prlimit", "--nproc=10", "--", "/bin/cli", "-x"]
-    out = netbridge.wire(args, pol, "/state/net/s/proxy-1.sock", "/usr/bin/python3", 9)
+    call = Call("/usr/bin/bwrap")
+    call.setup, call.seal = [("--unshare-net",)], [("--remount-ro", "/"), ("--chdir", "/w")]
+    call.prefix, call.command = ["/usr/bin/prlimit", "--nproc=10", "--"], ["/bin/cli", "-x"]
+    netbridge.wire(call, pol, "/state/net/s/proxy-1.sock", "/usr/bin/python3", 9)
+    out = call.argv()[1:]
     i = out.index("--")
-    # before the trailing --remount-ro/--chdir steps (bwrap.seal_start): their mount points are made
+    # before the closing --remount-ro/--chdir steps (Call.seal): their mount points are made there
     assert out[:i] == ["--unshare-net", "--ro-bind", "/state/net/s/proxy-1.sock", netbridge.SOCKET,
-                       "--ro-bind-data", "9", "/run/tmuxjail/bridge.py", "--chdir", "/w"]
+                       "--ro-bind-data", "9", "/run/tmuxjail/bridge.py", "--remount-ro", "/", "--chdir", "/w"]
     assert out[i + 1:i + 4] == ["/usr/bin/prlimit", "--nproc=10", "--"]
     assert out[i + 4:] == ["/usr/bin/python3", "-I", "-S", "/run/tmuxjail/bridge.py", netbridge.SOCKET, "3128", "--",
                            "/bin/cli", "-x"]

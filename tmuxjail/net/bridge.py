@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 
-from ..sandbox.bwrap import opt_trees, seal_start
+from ..sandbox.bwrap import opt_trees
+
+TYPE_CHECKING = False  # typing is not imported: the launcher imports this module
+if TYPE_CHECKING:
+    from ..sandbox.bwrap import Call
 
 PORT = 3128
 SOCKET = "/run/tmuxjail/proxy.sock"  # strict modes: /run is the jail's own tmpfs
@@ -137,14 +141,11 @@ def env(base: dict) -> dict:
     return out
 
 
-def wire(args: list[str], policy: dict, sock_host: str, python: str, code_fd: int) -> list[str]:
-    """bwrap's argument list (options, --, command) with the socket and the bridge's code (read
-    from code_fd) bound in, and the command run under the bridge: after the process limit's
-    prefix (prlimit ... --), so the bridge counts too."""
-    i = args.index("--")
-    k = seal_start(args)  # before the read-only remounts: the mount points are made in there
-    opts, sealing, cmd = args[:k], args[k:i], args[i + 1:]
+def wire(call: Call, policy: dict, sock_host: str, python: str, code_fd: int) -> None:
+    """bubblewrap's call with the socket and the bridge's code (read from code_fd) bound in, and
+    the command run under the bridge: after the process limit's prefix (prlimit ... --), so the
+    bridge counts too. The binds go before the read-only remounts (their mount points are made in
+    there), or after the binds that follow them (the executables') where there are any."""
     sock, code = jail_paths(policy, sock_host)
-    j = cmd.index("--") + 1 if cmd and cmd[0].endswith("prlimit") and "--" in cmd else 0
-    return [*opts, "--ro-bind", sock_host, sock, "--ro-bind-data", str(code_fd), code, *sealing,
-            "--", *cmd[:j], *command(python, code, sock, cmd[j:])]
+    (call.late or call.setup).extend([("--ro-bind", sock_host, sock), ("--ro-bind-data", str(code_fd), code)])
+    call.command = command(python, code, sock, call.command)

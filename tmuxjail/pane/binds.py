@@ -5,70 +5,40 @@ from __future__ import annotations
 
 import os
 
+from ..sandbox.bwrap import BIND_FD
 from ..subpath import inside
 from .refuse import EXIT_REFUSED, EXIT_UNAVAILABLE, die
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
-    from typing import Any
+    from ..sandbox.bwrap import Call
 
 
 # -- binds from fds ------------------------------------------------------------------------------
-# The contract with sandbox.bwrap.wrap(): it writes plain --bind/--ro-bind[-try] SRC DEST; here,
-# every such bind whose SRC lies in a tree a jail can write (the policy's workspaces, approved host
-# paths and private home: agent_roots(), read from the policy the fingerprint just checked) is
-# opened below its outermost root one component at a time without following a link, and handed to
-# bubblewrap as --bind-fd/--ro-bind-fd FD DEST: bwrap would otherwise resolve SRC on the host,
-# following whatever link a jail planted there. -try keeps its meaning (missing: no bind); a link
-# anywhere below the root, or a missing non-try SRC, refuses the launch.
+# The contract with sandbox.bwrap's Call: the builder marks, from the policy the fingerprint just
+# checked, every plain --bind/--ro-bind[-try] SRC DEST whose SRC lies in a tree a jail can write
+# (the policy's workspaces, approved host paths and private home: bwrap.agent_roots), with that
+# tree's outermost root (Call.beneath). Here each of those is opened below its root one component
+# at a time without following a link, and handed to bubblewrap as --bind-fd/--ro-bind-fd FD DEST:
+# bwrap would otherwise resolve SRC on the host, following whatever link a jail planted there.
+# -try keeps its meaning (missing: no bind); a link anywhere below the root, or a missing non-try
+# SRC, refuses the launch.
 
-BIND_FD = {"--bind": "--bind-fd", "--bind-try": "--bind-fd", "--ro-bind": "--ro-bind-fd",
-           "--ro-bind-try": "--ro-bind-fd"}
-ARITY = dict.fromkeys((
-    "--die-with-parent", "--unshare-all", "--share-net", "--unshare-user", "--unshare-user-try",
-    "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
-    "--unshare-cgroup-try", "--clearenv", "--new-session", "--as-pid-1", "--disable-userns",
-    "--assert-userns-disabled"), 0)
-ARITY.update(dict.fromkeys((
-    "--args", "--userns", "--userns2", "--pidns", "--chdir", "--unsetenv", "--lock-file", "--sync-fd",
-    "--remount-ro", "--exec-label", "--file-label", "--proc", "--dev", "--tmpfs", "--mqueue", "--dir",
-    "--seccomp", "--add-seccomp-fd", "--block-fd", "--userns-block-fd", "--info-fd", "--json-status-fd",
-    "--cap-add", "--cap-drop", "--perms", "--size", "--uid", "--gid", "--hostname"), 1))
-ARITY.update(dict.fromkeys((
-    "--setenv", "--dev-bind", "--dev-bind-try", "--bind-fd", "--ro-bind-fd", "--file", "--bind-data",
-    "--ro-bind-data", "--symlink", "--chmod", *BIND_FD), 2))
-
-
-def agent_roots(policy: dict[str, Any]) -> list[str]:
-    # A private copy of a state file is written by the jail (through its bind): opened as a root.
-    return [*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
-            *policy["host_read"], *filter(None, [policy.get("private_home")]),
-            *(copy for _, copy in policy.get("state_copies", ()))]
-
-
-def fd_binds(args: list[str], policy: dict[str, Any]) -> tuple[list[str], list[int]]:
-    roots = agent_roots(policy)
-    out: list[str] = []
+def fd_binds(call: Call) -> list[int]:
+    """The marked binds of call, made from fds (in place); the fds, which the exec must keep."""
     fds: list[int] = []
-    i = 0
-    while i < len(args) and args[i] != "--":
-        op = args[i]
-        if op not in ARITY:
-            die(f"unexpected sandbox option {op!r} in the launch spec; refusing", EXIT_REFUSED)
-        n = ARITY[op]
-        if i + n >= len(args):
-            die(f"sandbox option {op} lacks its arguments; refusing", EXIT_REFUSED)
-        src = args[i + 1] if n else ""
-        under = [r for r in roots if inside(src, r)] if op in BIND_FD else []
-        if under:
-            fd = open_beneath(min(under, key=len), src, optional=op.endswith("-try"))
-            if fd is not None:
-                fds.append(fd)
-                out += [BIND_FD[op], str(fd), args[i + 2]]
+    for i, root in call.beneath.items():
+        op, src, dest = call.setup[i]
+        if op not in BIND_FD or not inside(src, root):  # the builder's own mark: never, unless it broke
+            die(f"sandbox option {op} {src} is not a bind beneath {root}; refusing", EXIT_REFUSED)
+        fd = open_beneath(root, src, optional=op.endswith("-try"))
+        if fd is not None:
+            fds.append(fd)
+            call.setup[i] = (BIND_FD[op], str(fd), dest)
         else:
-            out += args[i:i + 1 + n]
-        i += 1 + n
-    return out + args[i:], fds
+            call.setup[i] = ()
+    call.beneath = {}
+    return fds
 
 
 def open_beneath(root: str, path: str, optional: bool) -> int | None:

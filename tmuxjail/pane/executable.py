@@ -10,6 +10,8 @@ TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..sandbox.bwrap import Call
+
 
 # -- the executable: what was hashed is what runs ------------------------------------------------
 # The start hashed the CLI (and a script's interpreter) and fingerprinted the digests; bubblewrap
@@ -66,12 +68,10 @@ def sha256_fd(fd: int) -> str:
     return "sha256:" + str(h.hexdigest())
 
 
-def exe_binds(args: list[str], exe: list[tuple[str, str, int, list[int]]]) -> list[str]:
-    """bubblewrap's args with each checked fd bound read-only over its path (after every other
-    bind: the install root's bind would cover it otherwise)."""
-    at = args.index("--") if "--" in args else len(args)
-    binds = [a for path, _, fd, _ in exe for a in ("--ro-bind-fd", str(fd), path)]
-    return [*args[:at], *binds, *args[at:]]
+def exe_binds(call: Call, exe: list[tuple[str, str, int, list[int]]]) -> None:
+    """Each checked fd bound read-only over its path, after every other bind (the install root's
+    bind would cover it otherwise)."""
+    call.late += [("--ro-bind-fd", str(fd), path) for path, _, fd, _ in exe]
 
 
 def exe_unchanged(exe: list[tuple[str, str, int, list[int]]]) -> None:

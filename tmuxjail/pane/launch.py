@@ -7,7 +7,8 @@ processing, ~30 ms) and -I (no cwd on sys.path, no PYTHON* variables), with the 
 
 (pane/command.py builds that command line and recognises it.) Its steps, each in a module of
 its own: the helper child (helper), the spec read and verified (spec), the executable checked
-(executable), the launcher narrowed (narrow), binds turned into fds (binds), refusals (refuse).
+(executable), the launcher narrowed (narrow), the marked binds of the bwrap call (derived from
+the policy by spec.verify, never parsed from an argv) made from fds (binds), refusals (refuse).
 """
 
 from __future__ import annotations
@@ -66,13 +67,13 @@ def main(argv: list[str]) -> None:
     exe = open_executables(policy) if spec.get("sandboxed", True) and policy.get("mode") != "compatibility" else []
     ask_helper(helper, spec, policy, proxied, [[path, key] for path, _, _, key in exe])
 
-    verify(spec, policy, spec_path)
+    call = verify(spec, policy, spec_path)
 
     env = {k: str(v) for k, v in spec["env"].items()}
     if os.environ.get("TERM"):
         env["TERM"] = os.environ["TERM"]  # the pane's terminal, as tmux set it
     env[INSIDE_JAIL] = "1"
-    if not spec.get("sandboxed", True):
+    if not spec.get("sandboxed", True) or call is None:
         store_holds(helper, expected)
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
@@ -92,23 +93,22 @@ def main(argv: list[str]) -> None:
         except OSError as exc:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     own_namespace(policy)
-    bwrap, *rest = spec["argv"]
-    rest, bind_fds = fd_binds(rest, policy)
+    bind_fds = fd_binds(call)
     exe_checked(exe, store_holds(helper, expected))
-    rest = exe_binds(rest, exe)
+    exe_binds(call, exe)
     bind_fds += [fd for _, _, fd, _ in exe]
     if proxied:
         code = os.memfd_create("tmuxjail-bridge", 0)
         os.write(code, netbridge.BRIDGE.encode())
         os.lseek(code, 0, os.SEEK_SET)
-        rest = netbridge.wire(rest, policy, proxy_ready(helper), python, code)
+        netbridge.wire(call, policy, proxy_ready(helper), python, code)
         bind_fds.append(code)
     keep: tuple[int, ...] = (seccomp, os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
                              *bind_fds)
     if spec.get("trace") is not None:
         TRACE_HEAD[:] = traced(spec)
     exe_unchanged(exe)
-    exec_closing([bwrap, "--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *rest], env, keep)
+    exec_closing(call.argv("--seccomp", str(keep[0]), "--json-status-fd", str(keep[1])), env, keep)
 
 
 def traced(spec: dict[str, Any]) -> list[str]:

@@ -11,6 +11,8 @@ TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+    from ..sandbox.bwrap import Call
+
 
 def read_spec(path: str) -> dict[str, Any]:
     try:
@@ -53,37 +55,40 @@ def cli_prefix(policy: dict[str, Any]) -> list[str]:
     return [*[p for p, _ in exe["extra"]][:1], exe["path"]]
 
 
-def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> None:
+def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> Call | None:
     """Everything this launcher executes must follow from the fingerprinted policy: the spec's
-    argv, environment and side settings are not fingerprinted, and whoever could rewrite the spec
-    would otherwise choose them. Compared before any fd conversion of the binds."""
+    call, command, environment and side settings are not fingerprinted, and whoever could rewrite
+    the spec would otherwise choose them. The bwrap call this launch runs (None: no sandbox):
+    derived here from the policy and the spec's host layout, and refused unless the spec's call
+    is that very one."""
     def refuse(what: str) -> NoReturn:
         die(f"the launch spec's {what} does not follow from this pane's policy (tampered); refusing",
             EXIT_REFUSED)
 
-    argv = spec.get("argv")
-    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+    cli = spec.get("argv")
+    if not isinstance(cli, list) or not cli or not all(isinstance(a, str) for a in cli):
         refuse("argv")
     sandboxed = policy.get("backend") != "none"
     if spec.get("sandboxed", True) is not sandboxed:
         refuse("sandbox setting")
-    cli = argv
+    call = None
     if sandboxed:
         from ..sandbox import HostLayout
         from ..sandbox.bwrap import FIXED_PATHS, Bwrap
 
-        if argv[0] not in FIXED_PATHS:
+        given = spec.get("call")
+        if not isinstance(given, dict) or given.get("bwrap") not in FIXED_PATHS:
             refuse("bubblewrap path")
         try:
             fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
                                       for k, v in spec["layout"].items()}
             layout = HostLayout(**fields)
-            head = Bwrap(argv[0]).wrap(policy, [], layout)
+            derived = Bwrap(given["bwrap"]).call(policy, cli, layout)
         except (KeyError, TypeError, AttributeError, ValueError):
             refuse("host layout")
-        if argv[:len(head)] != head:
-            refuse("bubblewrap argv")
-        cli = argv[len(head):]
+        if derived.asdict() != given:
+            refuse("bubblewrap call")
+        call = derived
     # An extra pane of the session runs your login shell in the same jail.
     if cli[:len(cli_prefix(policy))] != cli_prefix(policy) and cli != [login_shell(), "-l"]:
         refuse("executable")
@@ -105,3 +110,4 @@ def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> None
     # An extra pane of a session sends its status to /dev/null: nobody waits on it.
     if sandboxed and spec.get("status_file") not in (spec_path[:-len(".json")] + ".status", os.devnull):
         refuse("status file")
+    return call

@@ -1,16 +1,19 @@
-"""bubblewrap backend (Linux): a Policy -> the bwrap argv. Pure; the launcher adds the fds."""
+"""bubblewrap backend (Linux): a Policy -> the bwrap call (Call), built once as options and the
+fds they need together; the launcher adds the fds and flattens it once, right before exec. Pure."""
 
 from __future__ import annotations
 
 import os
 
-from ..subpath import inside_any
+from ..subpath import inside, inside_any
 from . import HostLayout
 
-TYPE_CHECKING = False  # typing is not imported: the launcher rebuilds this argv on every start
+TYPE_CHECKING = False  # typing is not imported: the launcher derives this call on every start
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
+
+    Entry = tuple[str, ...]  # one option with its operands, e.g. ("--ro-bind", src, dest)
 
 NAME = "bwrap"
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
@@ -21,11 +24,14 @@ FIXED_PATHS = ("/usr/bin/bwrap", "/bin/bwrap")
 # jail run by root could otherwise set host sysctls (kernel.core_pattern runs a program as host
 # root). The bind's source is the host's /proc/sys; sysctls are global or follow the caller's
 # namespaces, so the jail sees the same values either way.
-PROC = ("--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys")
+PROC = (("--proc", "/proc"), ("--ro-bind", "/proc/sys", "/proc/sys"))
 # Every tmpfs is sized: bwrap's default is half the host's RAM, charged to host memory. The masks
 # (tmpfs over a hidden directory) need next to nothing.
 MASK_BYTES = 1 << 20
 PRLIMIT = "/usr/bin/prlimit"
+# The binds the launcher makes from an fd (pane/binds.py) instead of a path bwrap would resolve.
+BIND_FD = {"--bind": "--bind-fd", "--bind-try": "--bind-fd", "--ro-bind": "--ro-bind-fd",
+           "--ro-bind-try": "--ro-bind-fd"}
 
 
 def _depth(path: str) -> tuple[int, str]:
@@ -42,6 +48,57 @@ def _ancestors(paths: Iterable[str]) -> list[str]:
     return sorted(out, key=_depth)
 
 
+class Call:
+    """One bubblewrap call, held in the sections it is built in, its options and the fds they
+    need together (as Flatpak's FlatpakBwrap accumulates them): whoever adds to it (the builder,
+    the launcher's binds from fds, the executables' binds, the network bridge) adds to a section,
+    and nobody parses an argv. `setup`: the options, one entry each with its operands;
+    `beneath`: which of those binds has its source in a tree a jail can write, with that tree's
+    outermost root (the builder knows from the policy; the launcher opens exactly these without
+    following a link: pane/binds.py); `seal`: the last setup steps (read-only remounts, --chdir),
+    apart so that binds can still go before them; `late`: binds after the seal (the launcher's
+    checked executables); `prefix`: what the command runs under (prlimit ... --); `command`.
+    argv() flattens it; asdict() is the launch spec's form (without the command: the spec's argv)."""
+
+    __slots__ = ("beneath", "command", "late", "path", "prefix", "seal", "setup")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.setup: list[Entry] = []
+        self.beneath: dict[int, str] = {}
+        self.seal: list[Entry] = []
+        self.late: list[Entry] = []
+        self.prefix: list[str] = []
+        self.command: list[str] = []
+
+    def mark_beneath(self, roots: list[str]) -> None:
+        """Each bind whose source lies in one of roots, with the outermost of them."""
+        for i, (op, *operands) in enumerate(self.setup):
+            under = [r for r in roots if inside(operands[0], r)] if op in BIND_FD else []
+            if under:
+                self.beneath[i] = min(under, key=len)
+
+    def argv(self, *first: str) -> list[str]:
+        """The flat argv, `first` right after bubblewrap's path (the launcher's --seccomp FD ...)."""
+        out = [self.path, *first]
+        for entry in (*self.setup, *self.seal, *self.late):
+            out += entry
+        return [*out, "--", *self.prefix, *self.command]
+
+    def asdict(self) -> dict[str, Any]:
+        return {"bwrap": self.path, "setup": [list(e) for e in self.setup],
+                "beneath": [[i, root] for i, root in sorted(self.beneath.items())],
+                "seal": [list(e) for e in self.seal], "prefix": list(self.prefix)}
+
+
+def agent_roots(policy: dict[str, Any]) -> list[str]:
+    """The trees a jail can write: a bind from inside one is made from an fd (Call.beneath)."""
+    # A private copy of a state file is written by the jail (through its bind): opened as a root.
+    return [*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
+            *policy["host_read"], *filter(None, [policy.get("private_home")]),
+            *(copy for _, copy in policy.get("state_copies", ()))]
+
+
 class Bwrap:
     name = NAME
 
@@ -56,72 +113,74 @@ class Bwrap:
         return None
 
     def wrap(self, policy: dict[str, Any], argv: list[str], host: HostLayout) -> list[str]:
+        return self.call(policy, argv, host).argv()
+
+    def call(self, policy: dict[str, Any], argv: list[str], host: HostLayout) -> Call:
         mode = policy["mode"]
-        out = [
-            self.path,
+        out: list[Entry] = [(flag,) for flag in (
             "--die-with-parent",
             "--unshare-user",
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
-            "--cap-drop", "ALL",
-        ]
+        )]
+        out.append(("--cap-drop", "ALL"))
         if policy.get("network", "host") != "host":
             # none: a network namespace of its own, with only its own loopback (bwrap brings it up).
-            out.append("--unshare-net")
+            out.append(("--unshare-net",))
         if mode == "compatibility":
-            out += self._compatibility(policy, host)
+            setup, sealed = self._compatibility(policy, host)
         else:
-            out += ["--disable-userns", *self._strict(policy, host)]
-        out += ["--chdir", policy["workspace_write"][0] if policy["workspace_write"] else policy["workspace_read"][0]]
-        return out + ["--", *_nproc(policy), *argv]
+            setup, sealed = self._strict(policy, host)
+            setup = [("--disable-userns",), *setup]
+        call = Call(self.path)
+        call.setup = [*out, *setup]
+        call.mark_beneath(agent_roots(policy))
+        # The last setup steps: the sealed mount points remounted read-only, once every mount point
+        # under them exists, so none of them is writable storage in the jail.
+        call.seal = [*(("--remount-ro", path) for path in sealed),
+                     ("--chdir", policy["workspace_write"][0] if policy["workspace_write"] else policy["workspace_read"][0])]
+        call.prefix, call.command = _nproc(policy), list(argv)
+        return call
 
-    @staticmethod
-    def _sealed(out: list[str], sealed: Iterable[str]) -> list[str]:
-        """The last setup steps: the given mount points remounted read-only, once every mount
-        point under them exists (seal_start), so none of them is writable storage in the jail."""
-        for path in sealed:
-            out += ["--remount-ro", path]
-        return out
-
-    def _compatibility(self, policy: dict[str, Any], host: HostLayout) -> list[str]:
+    def _compatibility(self, policy: dict[str, Any], host: HostLayout) -> tuple[list[Entry], list[str]]:
         # Today's behaviour: the whole host, writable. What is taken away: tmuxjail's own state
         # and private homes (hidden), its config (read-only), the tmux sockets (hidden), and the
         # host's processes: /proc/<pid>/root of the tmux server would otherwise reach its socket.
         # /sys is read-only: root may write module parameters and other knobs there without any
         # capability.
-        out = ["--bind", "/", "/", "--ro-bind-try", "/sys", "/sys", *_dev(policy), *PROC]
+        out: list[Entry] = [("--bind", "/", "/"), ("--ro-bind-try", "/sys", "/sys"), *_dev(policy), *PROC]
         # Every ancestor of a mask becomes a mount point of its own (bound onto itself, as
         # writable as it was), so it cannot be renamed (EBUSY): `mv ~/.local/state x` would move
         # the mask along and leave a fresh, unmasked state dir at the path tmuxjail uses later.
         for path in _ancestors((*policy["protected"], *policy["hidden"])):
-            out += ["--bind", path, path]
+            out.append(("--bind", path, path))
         for path in policy["protected"]:
-            out += ["--ro-bind-try", path, path]
+            out.append(("--ro-bind-try", path, path))
         for path in policy["hidden"]:
             out += _tmpfs(path, MASK_BYTES)
         out += self._tmux_masks(host)
-        return self._sealed(out, (*policy["hidden"], *host.tmux_dirs))
+        return out, [*policy["hidden"], *host.tmux_dirs]
 
-    def _strict(self, policy: dict[str, Any], host: HostLayout) -> list[str]:
-        out = ["--ro-bind", "/usr", "/usr"]
+    def _strict(self, policy: dict[str, Any], host: HostLayout) -> tuple[list[Entry], list[str]]:
+        out: list[Entry] = [("--ro-bind", "/usr", "/usr")]
         for top in TOP_LINKS:
             kind = host.top.get(top)
             if kind == "dir":
-                out += ["--ro-bind", top, top]
+                out.append(("--ro-bind", top, top))
             elif kind:
-                out += ["--symlink", kind, top]
-        out += ["--ro-bind", "/etc", "/etc", *_opt_binds(policy)]
+                out.append(("--symlink", kind, top))
+        out += [("--ro-bind", "/etc", "/etc"), *_opt_binds(policy)]
         lim = limits(policy)
         out += [*PROC, *_dev(policy)]
         out += [*_tmpfs("/tmp", lim["tmp_bytes"]), *_tmpfs("/var/tmp", lim["tmp_bytes"]),
                 *_tmpfs("/run", lim["run_bytes"])]
         if host.resolv_dir:
-            out += ["--ro-bind-try", host.resolv_dir, host.resolv_dir]
+            out.append(("--ro-bind-try", host.resolv_dir, host.resolv_dir))
         home = policy["home"]
         if policy["private_home"]:
-            out += ["--bind", policy["private_home"], home]
+            out.append(("--bind", policy["private_home"], home))
         else:
             out += _tmpfs(home, lim["home_bytes"])
         binds: list[tuple[str, str]] = []
@@ -134,20 +193,20 @@ class Bwrap:
         binds += [("--bind", p) for p in policy["workspace_write"]]
         binds += self._above_guards(policy)
         for flag, path in sorted(binds, key=lambda b: _depth(b[1])):
-            out += [flag, path, path]
+            out.append((flag, path, path))
         out += _state_binds(policy)
         # Each guarded .git path (README, "Git metadata") read-only onto itself. Not -try: each
         # existed at start; the launcher opens it without following links and refuses one that
         # is gone or is a link.
         for path in sorted(policy["protected"], key=_depth):
-            out += ["--ro-bind", path, path]
+            out.append(("--ro-bind", path, path))
         out += _masks(host) + _agent(policy, host)
         visible = (*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
                    *policy["host_read"], *policy["install_roots"])
         out += self._tmux_masks(host, within=visible)
         # bwrap's own root is an unsized tmpfs, and the directories it made there for mount points
         # (/home, /home/you, ...) are in it: read-only from here on.
-        return self._sealed(out, ("/", *(d for d in host.tmux_dirs if inside_any(d, visible))))
+        return out, ["/", *(d for d in host.tmux_dirs if inside_any(d, visible))]
 
     @staticmethod
     def _above_guards(policy: dict[str, Any]) -> list[tuple[str, str]]:
@@ -167,16 +226,16 @@ class Bwrap:
         return [(flag, a) for a, flag in above.items()]
 
     @staticmethod
-    def _tmux_masks(host: HostLayout, within: Iterable[str] | None = None) -> list[str]:
+    def _tmux_masks(host: HostLayout, within: Iterable[str] | None = None) -> list[Entry]:
         """Hide tmux sockets. In strict modes only those inside a path bound into the jail can be
         there at all (the rest of the host is simply not mounted)."""
-        out: list[str] = []
+        out: list[Entry] = []
         for d in host.tmux_dirs:
             if within is None or inside_any(d, within):
                 out += _tmpfs(d, MASK_BYTES)
         for f in host.tmux_files:
             if within is None or inside_any(f, within):
-                out += ["--ro-bind", "/dev/null", f]
+                out.append(("--ro-bind", "/dev/null", f))
         return out
 
 
@@ -195,15 +254,15 @@ def opt_trees(policy: dict[str, Any]) -> tuple[str, ...]:
     return ("/opt",) if "/opt" in out else tuple(sorted(out))
 
 
-def _opt_binds(policy: dict[str, Any]) -> list[str]:
+def _opt_binds(policy: dict[str, Any]) -> list[Entry]:
     """The /opt trees the jail gets, read-only. Not -try: each held a resolved path at start."""
-    out: list[str] = []
+    out: list[Entry] = []
     for tree in opt_trees(policy):
-        out += ["--ro-bind", tree, tree]
+        out.append(("--ro-bind", tree, tree))
     return out
 
 
-def _state_binds(policy: dict[str, Any]) -> list[str]:
+def _state_binds(policy: dict[str, Any]) -> list[Entry]:
     """The CLI's command files in its state bound back writable (docs/provider-state.md): each
     guard read-only onto itself (-try: ~/.claude.json may not exist; jail.prepare_dirs creates the
     ones inside a bound directory, so the jail cannot create them instead), and each private copy
@@ -218,13 +277,13 @@ def _state_binds(policy: dict[str, Any]) -> list[str]:
             while a != root and inside_any(a, (root,)):
                 above.add(a)
                 a = os.path.dirname(a)
-    out: list[str] = []
+    out: list[Entry] = []
     for path in sorted(above, key=_depth):
-        out += ["--bind", path, path]
+        out.append(("--bind", path, path))
     for path in sorted(policy.get("state_guards", ()), key=_depth):
-        out += ["--ro-bind-try", path, path]
+        out.append(("--ro-bind-try", path, path))
     for dest, copy in sorted(policy.get("state_copies", ()), key=lambda c: _depth(c[0])):
-        out += ["--bind", copy, dest]
+        out.append(("--bind", copy, dest))
     return out
 
 
@@ -237,25 +296,16 @@ def limits(policy: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _tmpfs(path: str, size: int) -> list[str]:
-    return ["--size", str(size), "--tmpfs", path]
+def _tmpfs(path: str, size: int) -> list[Entry]:
+    return [("--size", str(size)), ("--tmpfs", path)]
 
 
-def _dev(policy: dict[str, Any]) -> list[str]:
+def _dev(policy: dict[str, Any]) -> list[Entry]:
     """bwrap's /dev is an unsized tmpfs: give /dev/shm a sized one and make /dev itself read-only
     (the device nodes are separate binds and stay usable). Its /dev/pts is replaced with the one
     the launcher mounted with the jail's pty share (pane/narrow.py own_namespace: bwrap's has no max=)."""
-    pts = ["--dev-bind", "/dev/pts", "/dev/pts"] if limits(policy).get("ptys", -1) >= 0 else []
-    return ["--dev", "/dev", *pts, *_tmpfs("/dev/shm", limits(policy)["tmp_bytes"]), "--remount-ro", "/dev"]
-
-
-def seal_start(args: list[str]) -> int:
-    """Where the trailing setup steps (--remount-ro ..., --chdir) before `--` begin: a caller
-    adding binds (netbridge.wire) puts them there, while their mount points can still be made."""
-    i = args.index("--")
-    while i >= 2 and args[i - 2] in ("--remount-ro", "--chdir"):
-        i -= 2
-    return i
+    pts = [("--dev-bind", "/dev/pts", "/dev/pts")] if limits(policy).get("ptys", -1) >= 0 else []
+    return [("--dev", "/dev"), *pts, *_tmpfs("/dev/shm", limits(policy)["tmp_bytes"]), ("--remount-ro", "/dev")]
 
 
 def _nproc(policy: dict[str, Any]) -> list[str]:
@@ -268,22 +318,22 @@ def _nproc(policy: dict[str, Any]) -> list[str]:
     return [PRLIMIT, *opts, f"--nproc={lim['nproc']}", "--"]
 
 
-def _masks(host: HostLayout) -> list[str]:
+def _masks(host: HostLayout) -> list[Entry]:
     """Files under the bound system directories that uid 0 inside could read and an ordinary user
     could not (a root-run jail): /dev/null over files, an empty read-only tmpfs over directories."""
-    out: list[str] = []
+    out: list[Entry] = []
     for path in host.etc_secrets:
-        out += ["--ro-bind", "/dev/null", path]
+        out.append(("--ro-bind", "/dev/null", path))
     for path in host.root_only_dirs:
-        out += [*_tmpfs(path, MASK_BYTES), "--remount-ro", path]
+        out += [*_tmpfs(path, MASK_BYTES), ("--remount-ro", path)]
     return out
 
 
-def _agent(policy: dict[str, Any], host: HostLayout) -> list[str]:
+def _agent(policy: dict[str, Any], host: HostLayout) -> list[Entry]:
     """The ssh-agent capability: the checked socket, at its own path (SSH_AUTH_SOCK is passed
     unchanged). Read-only is enough to connect to a socket, and keeps it from being replaced."""
     if "ssh-agent" in policy["capabilities"] and policy["mode"] == "verified" and host.agent_socket:
-        return ["--ro-bind", host.agent_socket, host.agent_socket]
+        return [("--ro-bind", host.agent_socket, host.agent_socket)]
     return []
 
 

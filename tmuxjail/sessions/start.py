@@ -85,6 +85,7 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
     spec = ctx.paths.spool / "<session-id>-<token>.json"
     out = {"dry_run": True, "provider": opts.provider, "mode": pol.mode.value, "fingerprint": fp,
            "policy": data, "pane_command": jail.pane_argv(fp, spec), "sandbox_argv": launch.sandbox_argv,
+           "sandbox_call": launch.call.asdict() if launch.call is not None else None, "cli_argv": launch.command,
            "env_names": sorted(jail.env(ctx, pol)), "host_layout": jail.layout_data(launch.layout)}
     if pol.mode is Mode.verified:
         try:
@@ -103,7 +104,7 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
         mac_cli = p.adapter.start_argv(p.resolved.argv, native_id, [*p.adapter.seatbelt_args, *opts.args],
                                        pol.home, workspaces[0])
         out.update(policy=mac, fingerprint=fingerprint(mac),
-                   sandbox_argv=seatbelt.Seatbelt().wrap(mac, mac_cli, layout),
+                   sandbox_argv=seatbelt.Seatbelt().wrap(mac, mac_cli, layout), sandbox_call=None, cli_argv=mac_cli,
                    seatbelt_profile=text, seatbelt_params=params)
     return out
 
