@@ -106,3 +106,26 @@ def test_a_swapped_executable_never_runs(world):
     for _attacked, code, err in outcomes:
         assert code == 0 or "executable" in err or "Can't find source path /proc/self/fd/" in err, \
             "\n".join(map(str, outcomes))
+
+
+@pytest.mark.parametrize("mode", ["isolated", "verified"])
+def test_the_jail_runs_the_checked_file_bound_over_its_path(world, mode):
+    """The race above, without the race: inside the jail the CLI's path is the launcher's read-only
+    bind of the very fd it checked, on top of the install's bind (which shows whatever the path
+    named when bubblewrap bound it, after the check)."""
+    env = world
+    exe = env.bin / "codex"
+    put(exe, f"#!/bin/sh\nawk '$5 == \"{exe}\"' /proc/self/mountinfo > \"$PWD/.exe-mounts\"\nexec sleep 600\n")
+    if mode == "verified":
+        env.run("approve", "codex", "--yes", check=True)
+    proc = env.run("start", "codex", "--mode", mode, "--workspace", str(env.ws), "--name", "m", "--detach")
+    assert proc.returncode == 0, proc.stderr
+    out = env.ws / ".exe-mounts"
+    wait_until(lambda: out.exists() and out.read_text().strip(), 20, "the stand-in's mountinfo lines")
+    # The install's bind (here the file itself is the install root) and, on top of it, the bind
+    # of the checked fd: the last mount at that path is a child of another mount at that path.
+    mounts = [line.split() for line in out.read_text().splitlines()]
+    ids = {m[0] for m in mounts}
+    top = mounts[-1]
+    assert top[4] == str(exe) and "ro" in top[5].split(","), mounts
+    assert top[1] in ids, f"the CLI's path is not the checked fd's bind over the install's: {mounts}"
