@@ -1,30 +1,40 @@
 """Print the sandbox-exec command line of a jailed shell, for the first run on a Mac
 (docs/macos.md). Usage: .venv/bin/python scripts/mac-jail.py MODE [WORKSPACE] [CAPABILITY...]
 
-The policy is the one the offline tests use (tests/unit/test_seatbelt.py: make_policy) on this
-Mac's real paths; the layout comes from host.mac_layout, as a real start would build it."""
+One source of truth: the line is the sandbox_argv that
+`tmuxjail start shell --mode MODE --workspace WS [--capability C ...] --backend seatbelt --dry-run --json`
+reports. The dry run creates nothing, so this also makes the shell's private home (mode 0700),
+which a real start would make and the profile cannot (its parent is hidden from the jail)."""
 
+import json
 import os
 import shlex
+import subprocess
 import sys
-import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "unit"))
-import test_seatbelt as t
 
-from tmuxjail import host
-from tmuxjail.paths import get
-from tmuxjail.sandbox.seatbelt import Seatbelt
+def dry_run_command(mode: str, workspace: str, capabilities: list[str]) -> list[str]:
+    caps = [arg for cap in capabilities for arg in ("--capability", cap)]
+    # -P: the workspace (the cwd) never shadows the installed tmuxjail
+    return [sys.executable, "-P", "-m", "tmuxjail", "start", "shell", "--mode", mode, "--workspace", workspace,
+            *caps, "--backend", "seatbelt", "--dry-run", "--json"]
 
-mode = sys.argv[1]
-ws = os.path.realpath(sys.argv[2] if len(sys.argv) > 2 else os.getcwd())
-home = os.path.realpath(os.path.expanduser("~"))
-pol = t.make_policy(mode, home=home, workspace=ws, support=str(get().data_dir), install_roots=[],
-                    capabilities=sys.argv[3:], git=os.path.exists(os.path.join(ws, ".git")))
-if pol["private_home"]:
-    os.makedirs(pol["private_home"], mode=0o700, exist_ok=True)
-session_tmp = tempfile.mkdtemp(prefix="tmuxjail-")
-layout = host.mac_layout(pol, os.environ.get("TMUX", "").split(",")[0] or None, dict(os.environ),
-                         tty=os.ttyname(0) if os.isatty(0) else None, session_tmp=session_tmp)
-shell = os.environ.get("SHELL", "/bin/zsh")
-print(shlex.join(Seatbelt().wrap(pol, [shell, "-i"], layout)))
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    mode, rest = argv[0], argv[1:]
+    workspace = os.path.realpath(rest[0] if rest else os.getcwd())
+    proc = subprocess.run(dry_run_command(mode, workspace, rest[1:]), stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:  # tmuxjail said why on stderr
+        return proc.returncode
+    out = json.loads(proc.stdout)
+    if out["policy"].get("private_home"):
+        os.makedirs(out["policy"]["private_home"], mode=0o700, exist_ok=True)
+    print(shlex.join(out["sandbox_argv"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
