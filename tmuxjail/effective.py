@@ -16,9 +16,9 @@ GIT_WRITE = "git-metadata-write"
 # host: the host's network namespace; none: a namespace of its own with only its loopback;
 # proxy: a namespace of its own whose only way out is the session's egress proxy (netproxy).
 Network = Literal["host", "none", "proxy"]
+SCHEMA = 1  # Policy.schema_version
 # Absent from the JSON form when empty: the fingerprints of host and none sessions (and of every
 # mode but verified, for the state guards) stay what they were before these fields existed.
-SCHEMA = 1  # Policy.schema_version
 DROPPED_EMPTY = ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit")
 
 

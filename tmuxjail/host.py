@@ -20,7 +20,7 @@ from .budget import USER_COUNTS
 from .net.bridge import is_bridge
 from .pane.command import is_launcher
 from .sandbox import HostLayout
-from .sandbox.bwrap import FIXED_PATHS, TOP_LINKS
+from .sandbox.bwrap import FIXED_PATHS, NAME, PRLIMIT, TOP_LINKS
 from .subpath import below, inside, inside_any
 
 ETC_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
@@ -617,7 +617,7 @@ def jail_exec_started(sandbox_pid: int) -> bool:
         pid = todo.pop()
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            if comm not in ("bwrap", "prlimit") and not (
+            if comm not in (NAME, os.path.basename(PRLIMIT)) and not (
                     comm.startswith("python")
                     and is_bridge(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0"))):
                 return True

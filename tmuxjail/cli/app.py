@@ -78,7 +78,7 @@ def parser(only: str | None = None, argv: list[str] | None = None) -> argparse.A
             continue
         sp = sub.add_parser(verb.name, parents=[common], help=verb.help, description=verb.help,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        if named is None or verb.name == only or verb.name in named:
+        if named is None or verb.name in named:
             declared = verb.declared()
             sp.epilog = "example:\n  " + declared.example + ("\n\n" + declared.epilog if declared.epilog else "")
             add(sp, declared.args)

@@ -136,20 +136,19 @@ LAUNCH_SERVICES = (
     "com.apple.lsd.open",
     "com.apple.lsd.modifydb",
 )
+# TLS trust evaluation: under the proxy too (the proxy tunnels, the jail checks certificates).
+TLS_MACH_SERVICES = ("com.apple.trustd", "com.apple.trustd.agent", "com.apple.ocspd", "com.apple.SecurityServer")
 NETWORK_MACH_SERVICES = (
     "com.apple.SystemConfiguration.configd",
     "com.apple.SystemConfiguration.DNSConfiguration",
     "com.apple.dnssd.service",
     "com.apple.networkd",
-    "com.apple.trustd",
-    "com.apple.trustd.agent",
-    "com.apple.ocspd",
-    "com.apple.SecurityServer",
+    *TLS_MACH_SERVICES,
 )
+# Name resolution, denied where only the proxy resolves (compatibility under proxy or none).
+DNS_MACH_SERVICES = ("com.apple.dnssd.service", "com.apple.SystemConfiguration.DNSConfiguration")
 # What a dry run shows for the session proxy's loopback port (a real start: the port it listens on).
 DRY_RUN_PROXY_PORT = 3128
-DNS_MACH_SERVICES = ("com.apple.dnssd.service", "com.apple.SystemConfiguration.DNSConfiguration")
-TLS_MACH_SERVICES = ("com.apple.trustd", "com.apple.trustd.agent", "com.apple.ocspd", "com.apple.SecurityServer")
 KEYCHAIN_MACH_SERVICES = (
     "com.apple.SecurityServer",
     "com.apple.securityd.xpc",
