@@ -19,13 +19,15 @@ from . import paths as paths_mod
 from .context import Context
 from .effective import Policy, never_passed
 from .errors import SandboxUnavailable, TmuxjailError
-from .host import foreign_pane_process, jail_exec_started
+from .host import foreign_pane_process, jail_exec_started, mac_layout
 from .host import layout as host_layout
 from .pane import command as pane_command
 from .registry import Mode
 from .sandbox import HostLayout, bwrap, landlock
 from .subpath import below, inside, inside_any
 
+SEATBELT = "seatbelt"  # the macOS backend's name (sandbox/seatbelt.py NAME)
+SANDBOX_EXEC_STATUS = "sandbox-exec"  # its launcher's status report (pane/darwin.py STATUS)
 READY_TIMEOUT = 10.0
 PANE_GONE = "the tmux server exited, or the pane was closed, before the jail started"
 # A launcher reads its spec within a second of the pane's start; nothing in the spool is needed
@@ -77,6 +79,10 @@ def build(ctx: Context, pol: Policy, cli_argv: list[str]) -> Launch:
     if unguarded(pol):
         return Launch(cli_argv, None, None)
     data = pol.to_data()
+    if pol.backend == SEATBELT:
+        # macOS: the launcher builds the profile from the policy and this layout (with the pane's
+        # tty and the proxy's port, which only it knows) and execs sandbox-exec.
+        return Launch(cli_argv, None, mac_layout(data, ctx.tmux.socket, ctx.env))
     layout = host_layout(ctx.tmux.socket, ctx.env, bwrap.opt_trees(data))
     return Launch(cli_argv, bwrap.find().call(data, cli_argv, layout), layout)
 
@@ -166,7 +172,7 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         "env": env(ctx, pol), "store": str(ctx.paths.store),
         "status_file": str(status) if status_file else os.devnull,
         "machine": os.uname().machine, "sandboxed": not unguarded(pol),
-        "landlock_scope": pol.mode.strict and landlock_ok(),
+        "landlock_scope": pol.mode.strict and pol.backend != SEATBELT and landlock_ok(),
         # The launcher derives the bwrap call from the policy and this layout and refuses any
         # other call (pane/spec.py verify).
         "call": launch.call.asdict() if launch.call is not None else None,
@@ -332,6 +338,8 @@ def wait_ready(ctx: Context, pane: str, status: Path, unguarded: bool) -> str | 
             except (FileNotFoundError, ValueError):
                 report = {}
             if "child-pid" in report and jail_exec_started(int(report["child-pid"])):
+                return None
+            if SANDBOX_EXEC_STATUS in report:  # macOS: the launcher's own, as it execs sandbox-exec
                 return None
             if time.monotonic() < probe_at:
                 time.sleep(STATUS_EVERY)

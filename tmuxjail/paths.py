@@ -9,8 +9,9 @@ from collections import namedtuple
 from functools import cache
 from pathlib import Path
 
-from platformdirs import PlatformDirs
+from platformdirs import PlatformDirs, PlatformDirsABC
 
+from . import hostos
 from .canon import sha256
 from .errors import SandboxUnavailable
 from .subpath import inside
@@ -62,7 +63,12 @@ class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
 
 @cache
 def get() -> Paths:
-    dirs = PlatformDirs(APP)
+    if hostos.darwin():  # under the macOS seam too: the layout a Mac has (~/Library/...)
+        from platformdirs.macos import MacOS
+
+        dirs: PlatformDirsABC = MacOS(APP)
+    else:
+        dirs = PlatformDirs(APP)
     return Paths(
         home=Path(os.path.expanduser("~")),
         config_dir=Path(dirs.user_config_dir),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from . import budget, catalogue, host, identity, policy, profiles, restrict
 from . import config as config_mod
@@ -26,6 +27,9 @@ from .policy import Facts
 from .request import StartRequest, canonical_workspaces, check_env_name, mode_of, sandbox
 from .sandbox import bwrap
 
+if TYPE_CHECKING:
+    from .sandbox.seatbelt import Seatbelt
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -36,7 +40,7 @@ class Plan:
     fingerprint: str
     adapter: Adapter
     resolved: identity.Resolved
-    backend: bwrap.Bwrap
+    backend: bwrap.Bwrap | Seatbelt
     unguarded: bool  # no sandbox at all (compatibility-unguarded, an operator's opt-in)
     approval: dict | None  # the approval a verified run goes under
     facts: Facts  # what the policy was resolved from

@@ -10,13 +10,17 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import hostos
 from .config import Config
 from .errors import SandboxUnavailable, UsageError
 from .registry import Mode
 from .sandbox import bwrap, landlock, pids
 from .sandbox.seccomp import supported
+
+if TYPE_CHECKING:
+    from .sandbox.seatbelt import Seatbelt
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
@@ -137,23 +141,30 @@ class Sandbox(NamedTuple):
     """The sandbox this host gives a jail of one mode: the backend, and whether there is none at
     all (compatibility-unguarded, an operator's opt-in: `why` says what is missing)."""
 
-    backend: bwrap.Bwrap
+    backend: bwrap.Bwrap | Seatbelt
     unguarded: bool
     why: str | None
 
 
 def sandbox(cfg: Config, mode: Mode) -> Sandbox:
     """Fail closed on a host that cannot enforce the mode (checked on every start, warm or not)."""
-    backend = bwrap.find()
+    backend: bwrap.Bwrap | Seatbelt
+    if hostos.darwin():
+        from .sandbox import seatbelt
+
+        backend, hint = seatbelt.find(), "sandbox-exec ships with macOS (/usr/bin/sandbox-exec): run `tmuxjail doctor`"
+    else:
+        backend, hint = bwrap.find(), "sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)"
     unguarded = False
     if (why := backend.available()) is not None:
         if mode is Mode.compatibility and cfg.allow_unguarded_compatibility:
             unguarded = True
         else:
-            raise SandboxUnavailable(
-                f"{mode.value} mode cannot be enforced: {why}",
-                hint="sudo apt-get install -y bubblewrap   (then: tmuxjail doctor)",
-            )
+            raise SandboxUnavailable(f"{mode.value} mode cannot be enforced: {why}", hint=hint)
+    if hostos.darwin():
+        # macOS has no seccomp, Landlock or pids cgroup to check: the Seatbelt profile stands for
+        # them (docs/macos.md).
+        return Sandbox(backend, unguarded, why)
     if not unguarded and not supported(os.uname().machine):
         raise SandboxUnavailable(f"no seccomp filter for {os.uname().machine}; the jail cannot block TIOCSTI here")
     if mode.strict and landlock.abi() < landlock.MIN_ABI and landlock.GUARD not in cfg.accept_missing_guards:

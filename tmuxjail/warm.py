@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tmuxjail
 
-from . import approvals, canon, facts, host, identity
+from . import approvals, canon, facts, host, hostos, identity
 from . import config as config_mod
 from .adapters import Adapter
 from .adapters import get as get_adapter
@@ -68,7 +68,7 @@ class WarmPlan(NamedTuple):
 
 def cacheable(opts: StartRequest) -> bool:
     return (opts.restriction is None and opts.candidate is None and opts.trace is None and not opts.dry_run
-            and opts.backend in (None, "bwrap"))
+            and opts.backend in (None, "bwrap") and not hostos.darwin())
 
 
 def resolve(ctx: Context, opts: StartRequest) -> WarmPlan:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # holds), why it sits there). A module may import its own layer or any below it, never one above.
 LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
     ("base", ("tmuxjail", "tmuxjail.errors", "tmuxjail.canon", "tmuxjail.render", "tmuxjail.registry",
-              "tmuxjail.subpath"),
+              "tmuxjail.subpath", "tmuxjail.hostos"),
      "stdlib-only leaves every layer prints, fingerprints and names modes through, the launcher included"),
     ("sandbox builders", ("tmuxjail.sandbox.",),
      "pure argv/profile builders (and libc for the launcher): the start and the launcher build the same argv"),
@@ -52,8 +52,9 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
     ("commands", ("tmuxjail.commands", "tmuxjail.commands.", "tmuxjail.menu", "tmuxjail.certify",
                   "tmuxjail.certify."),
      "one module per verb (the menus, discovery's and certify's runs are commands too)"),
-    ("entry points", ("tmuxjail.__main__", "tmuxjail.cli", "tmuxjail.cli.app", "tmuxjail.api"),
-     "the CLI and the API: nothing imports them"),
+    ("entry points", ("tmuxjail.__main__", "tmuxjail.cli", "tmuxjail.cli.app", "tmuxjail.api",
+                      "tmuxjail.testing", "tmuxjail.testing."),
+     "the CLI and the API (and the tests' macOS seam, which runs them): nothing imports them"),
 ]
 CORE = set(LAYER_LIST[4][1][:LAYER_LIST[4][1].index("tmuxjail.tmux")]) | set(LAYER_LIST[0][1])
 # An import up the layers, allowed because it is inside a function and why.
@@ -75,6 +76,8 @@ WING_MAY_IMPORT = {
     "tmuxjail.sandbox.landlock": "the launcher scopes itself with Landlock",
     "tmuxjail.sandbox.pids": "a root-run jail's pids cgroup",
     "tmuxjail.sandbox.libc": "unshare, mount and keyctl through _ctypes",
+    "tmuxjail.sandbox.seatbelt": "macOS: the launcher builds the Seatbelt profile with the start's builder",
+    "tmuxjail.hostos": "which start path runs (Linux or macOS) and the sandbox-exec it runs (stdlib only)",
 }
 # Core is pure: it reaches no process, database, socket or tmux server (io does, one owner each).
 NOT_IN_CORE = ("subprocess", "sqlite3", "_sqlite3", "socket", "_socket", "libtmux")
@@ -120,6 +123,9 @@ SEAMS = {
     ("tmuxjail.commands.list", "tmuxjail.plan"): "list --check: the policy code (pydantic), list alone never",
     ("tmuxjail.sessions.start", "tmuxjail.plan"): "the dry run and preflight resolve in full; a start goes through warm",
     ("tmuxjail.sessions.start", "tmuxjail.sandbox.seatbelt"): "--backend seatbelt, a dry run only (never on Linux's start)",
+    ("tmuxjail.request", "tmuxjail.sandbox.seatbelt"): "the macOS backend, on macOS only",
+    ("tmuxjail.testing.darwin", "tmuxjail.cli"): "the seam runs the normal CLI once it has set the platform",
+    ("tmuxjail.testing.darwin", "tmuxjail.pane.launch"): "the seam runs the normal launcher once it has set the platform",
     ("tmuxjail.commands.start", "tmuxjail.sessions.approve"): "asking a human to approve (the profiles, pydantic)",
     ("tmuxjail.warm", "tmuxjail.plan"): "a warm start's miss: the full resolution (pydantic, the profiles)",
     ("tmuxjail.warm", "tmuxjail.profiles"): "a warm start's miss: what the entry records of the profile",

@@ -61,6 +61,7 @@ LITERALS_ALLOWED = {
     # launcher's start-up budget: tests/integration/test_startup_imports.py).
     "tmuxjail/pane/launch.py": "the launcher",
     "tmuxjail/pane/spec.py": "the launch spec",
+    "tmuxjail/pane/darwin.py": "the launcher's macOS path",
     "tmuxjail/sandbox/bwrap.py": "rebuilt by the launcher",
     "tmuxjail/net/bridge.py": "the launcher's bridge",
     # net/ reads the mode from session JSON and the store's rows, and is stdlib only like the pane.

@@ -132,11 +132,12 @@ def is_bridge(words: list[str]) -> bool:
             and words[5] == str(PORT) and words[6] == "--")
 
 
-def env(base: dict) -> dict:
+def env(base: dict, port: int = PORT) -> dict:
     """The proxy variables every client reads, and NO_PROXY for the jail's loopback only (the
-    host's or the caller's values never pass)."""
+    host's or the caller's values never pass). port: the bridge's, or on macOS the session
+    proxy's own loopback port (no bridge: Seatbelt lets the jail reach that one port only)."""
     out = dict(base)
-    out.update(dict.fromkeys(PROXY_VARS, f"http://127.0.0.1:{PORT}"))
+    out.update(dict.fromkeys(PROXY_VARS, f"http://127.0.0.1:{port}"))
     out.update(dict.fromkeys(NO_PROXY_VARS, LOOPBACK))
     return out
 

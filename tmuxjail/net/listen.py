@@ -10,6 +10,8 @@ import _socket
 import os
 import time
 
+from .. import hostos
+
 TYPE_CHECKING = False  # typing itself is not imported: the launcher's proxy child runs this first
 if TYPE_CHECKING:
     from typing import NoReturn
@@ -93,10 +95,37 @@ def listen(directory: str, owner: int | None = None) -> tuple[_socket.socket, st
     return s, path
 
 
+def listen_tcp() -> tuple[_socket.socket, str]:
+    """macOS: a listener on a free loopback port, "tcp:127.0.0.1:PORT". The jail has no network
+    namespace of its own there, so no bridge: its Seatbelt profile lets it connect to this one
+    port and nothing else (sandbox/seatbelt.py _proxy_network)."""
+    s = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM | getattr(_socket, "SOCK_CLOEXEC", 0))
+    s.bind(("127.0.0.1", 0))
+    s.listen(128)
+    return s, f"tcp:127.0.0.1:{s.getsockname()[1]}"
+
+
+def watch_exit(pid: int) -> int:
+    """An fd that turns readable when `pid` exits: a pidfd on Linux; on macOS (no pidfd) a kqueue
+    with a process-exit filter on it."""
+    if hasattr(os, "pidfd_open"):
+        return os.pidfd_open(pid)
+    import select
+
+    kq = select.kqueue()  # type: ignore[attr-defined,unused-ignore]  # BSD and macOS only
+    kq.control([select.kevent(pid, select.KQ_FILTER_PROC, select.KQ_EV_ADD,  # type: ignore[attr-defined,unused-ignore]
+                              select.KQ_NOTE_EXIT)], 0, 0)  # type: ignore[attr-defined,unused-ignore]
+    _KEEP.append(kq)  # its fd lives as long as the object (a kqueue does not survive fork: none follows)
+    return int(kq.fileno())
+
+
+_KEEP: list[object] = []
+
+
 def exit_removing(path: str) -> NoReturn:
     """The proxy's only way out: its socket goes with it (nothing stale in state/net/)."""
     try:
-        if path:
+        if path.startswith("/"):
             os.unlink(path)
     except OSError:
         pass
@@ -113,13 +142,16 @@ def begin(store: str, session_id: str, parent: int, ready: int, detach: bool) ->
     try:
         # A pidfd of the parent, opened while it is alive (it waits for `ready`): the proxy ends
         # when it ends (netproxy.run watches it).
-        watch = os.pidfd_open(parent)
+        watch = watch_exit(parent)
         if detach and os.fork():
             os._exit(0)  # the middle process; the launcher reaps it
         # SIGTERM, not SIGKILL: the handler removes the socket on the way out.
         _signal.signal(_signal.SIGTERM, lambda *_: exit_removing(where[0]))
         directory = session_dir(store, session_id)
-        listener, where[0] = listen(directory, owner=parent)
+        if hostos.darwin():
+            listener, where[0] = listen_tcp()
+        else:
+            listener, where[0] = listen(directory, owner=parent)
         os.setsid()  # out of the pane's terminal: ^C to the CLI never reaches the proxy
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # nor does it hold the pane's terminal

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import os
 
+from .. import hostos
+
 PANE_VERB = "_pane"  # the hidden command (cli/app.py HIDDEN: commands/pane.py)
 LAUNCHER = "tmuxjail.pane.launch"
 STUB = "import sys; sys.path[:0] = [{root!r}]; from tmuxjail.pane.launch import main; main(sys.argv[1:])"
 # Panes started before the launcher moved into tmuxjail/pane/ ran `from tmuxjail.launch import
 # main`: still ours after an upgrade (their fingerprint is checked as any other's).
-LAUNCHER_MARKS = (LAUNCHER, "tmuxjail.launch")
+# Under the macOS seam (tmuxjail.testing.darwin, tests only) the launcher starts through the seam
+# with the stand-in's path first: SEAM_STUB, argv `--sandbox-exec PATH --fp FP SPEC`.
+SEAM_STUB = ("import sys; sys.path[:0] = [{root!r}]; from tmuxjail.testing.darwin import launch; "
+             "launch(sys.argv[1:])")
+LAUNCHER_MARKS = (LAUNCHER, "tmuxjail.launch", "tmuxjail.testing.darwin import launch")
 PANE_MARK = f" {PANE_VERB} "
 
 
@@ -22,6 +28,8 @@ def launcher(python: str, fp: str, spec: str) -> list[str]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # -I: no PYTHON* variables and, above all, not the cwd on sys.path: the pane starts in the
     # workspace, where the agent could plant json.py for this process, which runs outside the jail.
+    if (stand_in := hostos.seam()) is not None:
+        return [python, "-I", "-S", "-c", SEAM_STUB.format(root=root), "--sandbox-exec", stand_in, "--fp", fp, spec]
     return [python, "-I", "-S", "-c", STUB.format(root=root), "--fp", fp, spec]
 
 
@@ -30,6 +38,9 @@ def extra_pane(python: str, sid: str, fp: str) -> list[str]:
     # -E -P: no PYTHON* variables, and (unlike plain -m) not the pane's cwd, which is the
     # workspace, on sys.path: a `tmuxjail/` directory planted there is never imported. Not -I,
     # which would also drop the user site that `pip install --user` puts tmuxjail in.
+    if (stand_in := hostos.seam()) is not None:
+        return [python, "-E", "-P", "-m", "tmuxjail.testing.darwin", "--sandbox-exec", stand_in,
+                PANE_VERB, "--id", sid, "--fp", fp]
     return [python, "-E", "-P", "-m", "tmuxjail", PANE_VERB, "--id", sid, "--fp", fp]
 
 

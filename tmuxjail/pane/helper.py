@@ -193,6 +193,6 @@ def proxy_ready(helper: Helper) -> str:
     except ChildProcessError:
         pass
     line = data.decode(errors="replace").strip()
-    if not line.startswith("/"):
+    if not line.startswith(("/", "tcp:")):  # a unix socket; on macOS a loopback port (net/listen.py)
         die(f"cannot start the session's network proxy: {line.lstrip('!') or 'it exited'}", EXIT_UNAVAILABLE)
     return line

@@ -48,6 +48,10 @@ def main(argv: list[str]) -> None:
     policy = spec.get("policy")
     if not isinstance(policy, dict) or fingerprint(policy) != expected or spec.get("fingerprint") != expected:
         die("the policy does not match the fingerprint of this pane (tampered); refusing", EXIT_REFUSED)
+    if policy.get("backend") == "seatbelt":  # macOS: sandbox-exec, not bubblewrap
+        from .darwin import run
+
+        run(spec, policy, spec_path, expected, helper, exec_closing)
     # The helper child checks the store and, under the network proxy, becomes the proxy, while
     # this process checks and narrows itself; nothing runs before the store's answer
     # (store_holds). The proxy starts before it: it serves nobody until bwrap runs, and ends with

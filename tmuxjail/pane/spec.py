@@ -72,7 +72,10 @@ def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> Call
     if spec.get("sandboxed", True) is not sandboxed:
         refuse("sandbox setting")
     call = None
-    if sandboxed:
+    seatbelt = policy.get("backend") == "seatbelt"  # macOS: pane/darwin.py builds the profile
+    if seatbelt and (spec.get("call") is not None or not isinstance(spec.get("layout"), dict)):
+        refuse("host layout")
+    if sandboxed and not seatbelt:
         from ..sandbox import HostLayout
         from ..sandbox.bwrap import FIXED_PATHS, Bwrap
 
@@ -101,7 +104,7 @@ def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> Call
     allowed = None if policy["env_inherit"] else {*policy["env_names"], *fixed}
     if any(k.startswith("TMUX") or (allowed is not None and k not in allowed) for k in env):
         refuse("environment")
-    if policy["mode"] != "compatibility" and sandboxed and not spec.get("landlock_scope"):
+    if policy["mode"] != "compatibility" and sandboxed and not seatbelt and not spec.get("landlock_scope"):
         from ..sandbox import landlock
 
         if landlock.abi() >= landlock.MIN_ABI:  # start would have asked for it: someone turned it off

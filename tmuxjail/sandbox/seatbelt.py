@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import hostos
 from ..registry import Mode
 from ..subpath import inside
 from . import HostLayout
@@ -739,10 +740,10 @@ def env_overrides(policy: dict[str, Any], host: HostLayout | None = None) -> dic
 class Seatbelt:
     name = NAME
 
-    path = SANDBOX_EXEC  # fixed: never from PATH, never configurable
+    path = SANDBOX_EXEC  # fixed: never from PATH, never configurable (hostos: the tests' seam only)
 
     def available(self) -> str | None:
-        if not os.access(SANDBOX_EXEC, os.X_OK):
+        if not os.access(hostos.sandbox_exec(), os.X_OK):
             return f"Seatbelt is not available here ({SANDBOX_EXEC} missing; macOS only)"
         return None
 
@@ -752,7 +753,7 @@ class Seatbelt:
 
     def wrap(self, policy: dict[str, Any], argv: list[str], host: HostLayout) -> list[str]:
         text, params = profile(policy, host)
-        out = [SANDBOX_EXEC, "-p", text]
+        out = [hostos.sandbox_exec(), "-p", text]
         for key, value in params.items():
             out += ["-D", f"{key}={value}"]
         out.append("--")

@@ -122,11 +122,12 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
     p = warm.resolve(ctx, opts)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
-    exe = adapter.own_sandbox_off(p.argv, pol.mode, pol.backend)
-    cli_argv = adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0])
-    launch = jail.build(ctx, pol, cli_argv)
-    if opts.backend == "seatbelt":
+    if opts.backend == "seatbelt" and pol.backend != jail.SEATBELT:
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
+    exe = adapter.own_sandbox_off(p.argv, pol.mode, pol.backend)
+    own_args = list(adapter.seatbelt_args) if pol.backend == jail.SEATBELT else []
+    cli_argv = adapter.start_argv(exe, native_id, [*own_args, *opts.args], pol.home, workspaces[0])
+    launch = jail.build(ctx, pol, cli_argv)
 
     ctx.tmux.require()
     warn_git_write(pol)
