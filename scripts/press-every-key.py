@@ -23,6 +23,10 @@ import time
 # The start, with the store's id generator wrapped: the same uuid4, its first digit 0.
 ZERO_ID_START = ("import sys, tmuxjail.store as s; f = s.new_id; s.new_id = lambda: '0' + f()[1:]; "
                  "from tmuxjail.cli import run; sys.exit(run(sys.argv[1:]))")
+# --darwin-seam: the same start on the macOS path (tmuxjail.testing.darwin), its stand-in first.
+ZERO_ID_SEAM_START = ("import sys, tmuxjail.store as s; f = s.new_id; s.new_id = lambda: '0' + f()[1:]; "
+                      "from tmuxjail import hostos; hostos.as_darwin(sys.argv.pop(1)); "
+                      "from tmuxjail.cli import run; sys.exit(run(sys.argv[1:]))")
 
 
 class Keys:
@@ -89,6 +93,9 @@ def main() -> int:
     ap.add_argument("-L", dest="socket", help="tmux socket name (default: tmux's default server)")
     ap.add_argument("--conf", required=True, help="tmux.conf.example")
     ap.add_argument("--bin", required=True, help="the tmuxjail the keys run (@tmuxjail-bin)")
+    ap.add_argument("--darwin-seam", metavar="SANDBOX_EXEC",
+                    help="start on the macOS path through its test seam, with this stand-in sandbox-exec "
+                         "(--bin must run tmuxjail.testing.darwin with it too)")
     ap.add_argument("--workspace", required=True)
     ap.add_argument("--mode", default="isolated")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds each step may take (a loaded machine)")
@@ -96,7 +103,8 @@ def main() -> int:
     flags = ["-L", a.socket] if a.socket else []
     k = Keys(flags, a.timeout)
     name = f"keys0-{os.getpid()}"
-    proc = subprocess.run([sys.executable, "-P", "-c", ZERO_ID_START, *flags, "start", "shell", "--mode", a.mode,
+    head = ["-c", ZERO_ID_SEAM_START, a.darwin_seam] if a.darwin_seam else ["-c", ZERO_ID_START]
+    proc = subprocess.run([sys.executable, "-P", *head, *flags, "start", "shell", "--mode", a.mode,
                            "--workspace", a.workspace, "--name", name, "--detach", "--json"],
                           capture_output=True, text=True, cwd=a.workspace, env={**k.env, "PWD": a.workspace})
     if proc.returncode != 0:

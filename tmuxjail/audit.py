@@ -22,6 +22,7 @@ import unicodedata
 
 from . import paths, stateaudit
 from .errors import FINDINGS, TmuxjailError
+from .pane import command as pane_command
 from .registry import Mode
 from .render import fail
 from .scan import STAT_KINDS, scan
@@ -193,7 +194,7 @@ def hook_command(sid: str) -> str:
     quotes) and for run-shell's format expansion (# doubled)."""
     if not ID_RE.match(sid):
         raise ValueError(f"not a session id: {sid!r}")
-    sh = shlex.join([sys.executable, "-E", "-P", "-m", "tmuxjail", "_audit", "--id", sid])
+    sh = shlex.join([*pane_command.tmuxjail(sys.executable), "_audit", "--id", sid])
     sh = f"exec {sh} </dev/null >/dev/null 2>&1"
     for a, b in (("\\", "\\\\"), ('"', '\\"'), ("$", "\\$"), ("#", "##")):
         sh = sh.replace(a, b)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from . import audit, log
+from . import audit, hostos, log
 from . import paths as paths_mod
 from .context import Context
 from .effective import Policy, never_passed
@@ -28,6 +28,7 @@ from .subpath import below, inside, inside_any
 
 SEATBELT = "seatbelt"  # the macOS backend's name (sandbox/seatbelt.py NAME)
 SANDBOX_EXEC_STATUS = "sandbox-exec"  # its launcher's status report (pane/darwin.py STATUS)
+DARWIN_STEPS = ("sandbox-exec", "env")  # what a macOS pane runs before the command (pane/darwin.py)
 READY_TIMEOUT = 10.0
 PANE_GONE = "the tmux server exited, or the pane was closed, before the jail started"
 # A launcher reads its spec within a second of the pane's start; nothing in the spool is needed
@@ -376,6 +377,10 @@ def wait_jailed(tmux, pane: str, unguarded: bool) -> str | None:
     shell running under it."""
     deadline = time.monotonic() + READY_TIMEOUT
     while time.monotonic() < deadline:
+        if hostos.darwin() and not unguarded:  # no /proc: tmux's name for the pane's foreground process
+            comm = tmux.pane_option(pane, "pane_current_command")
+            if comm and not comm.startswith("python") and comm not in DARWIN_STEPS:
+                return None
         info = tmux.pane_option(pane, "pane_dead") + " " + tmux.pane_option(pane, "pane_pid")
         dead, _, pid = info.partition(" ")
         if dead == "1" or not pid:

@@ -33,6 +33,7 @@ import sys
 
 from . import log
 from .errors import TmuxjailError, UsageError
+from .pane import command as pane_command
 from .registry import MODES, PROVIDERS
 from .render import Result, error_text
 from .status import rows
@@ -75,7 +76,7 @@ def check_ids(client: str | None, pane: str | None) -> None:
 def self_argv(tmux) -> list[str]:
     """How tmux runs tmuxjail again: this interpreter, with no PYTHON* variables and the cwd not on
     sys.path (-E -P; not -I, which drops the user site of `pip install --user`), at this server."""
-    return [sys.executable, "-E", "-P", "-m", "tmuxjail", "-S", tmux.socket]
+    return [*pane_command.tmuxjail(sys.executable), "-S", tmux.socket]
 
 
 def _command(tmux, *args: str) -> str:

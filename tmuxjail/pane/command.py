@@ -33,15 +33,19 @@ def launcher(python: str, fp: str, spec: str) -> list[str]:
     return [python, "-I", "-S", "-c", STUB.format(root=root), "--fp", fp, spec]
 
 
+def tmuxjail(python: str) -> list[str]:
+    """How tmux (a pane, a key, a hook) runs tmuxjail again: this interpreter. -E -P: no PYTHON*
+    variables, and (unlike plain -m) not the cwd, often the workspace, on sys.path: a `tmuxjail/`
+    directory planted there is never imported. Not -I, which would also drop the user site that
+    `pip install --user` puts tmuxjail in. Under the macOS seam, through the seam."""
+    if (stand_in := hostos.seam()) is not None:
+        return [python, "-E", "-P", "-m", "tmuxjail.testing.darwin", "--sandbox-exec", stand_in]
+    return [python, "-E", "-P", "-m", "tmuxjail"]
+
+
 def extra_pane(python: str, sid: str, fp: str) -> list[str]:
     """`tmuxjail _pane`: what a new pane of a jailed session runs (commands/pane.py)."""
-    # -E -P: no PYTHON* variables, and (unlike plain -m) not the pane's cwd, which is the
-    # workspace, on sys.path: a `tmuxjail/` directory planted there is never imported. Not -I,
-    # which would also drop the user site that `pip install --user` puts tmuxjail in.
-    if (stand_in := hostos.seam()) is not None:
-        return [python, "-E", "-P", "-m", "tmuxjail.testing.darwin", "--sandbox-exec", stand_in,
-                PANE_VERB, "--id", sid, "--fp", fp]
-    return [python, "-E", "-P", "-m", "tmuxjail", PANE_VERB, "--id", sid, "--fp", fp]
+    return [*tmuxjail(python), PANE_VERB, "--id", sid, "--fp", fp]
 
 
 def is_launcher(cmdline: str) -> bool:
