@@ -179,6 +179,8 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         "call": launch.call.asdict() if launch.call is not None else None,
         "layout": layout_data(launch.layout),
     }
+    if pol.backend == SEATBELT:  # where the launcher makes the jail's own temp dir (pane/darwin.py)
+        body["tmp_base"] = ctx.env.get("TMPDIR")
     if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap
         body["trace"] = trace
     fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

@@ -38,7 +38,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 MIN_VERSION = (3, 2)
 CLIENT_ENV = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ",
-    "TMUX_TMPDIR", "DISPLAY", "WAYLAND_DISPLAY",
+    "TMUX_TMPDIR", "TMPDIR", "DISPLAY", "WAYLAND_DISPLAY",  # TMPDIR: macOS gives each user their own
 })
 PANE_FIELDS = (
     "session_name", "window_id", "pane_id", "pane_pid", "pane_dead", "pane_dead_status",

@@ -44,6 +44,9 @@ class Mac(Env):
         self.support = self.home / "Library" / "Application Support" / "tmuxjail"
         # platformdirs' macOS layout honours XDG_* when set: a Mac usually has none.
         self.vars = {k: v for k, v in self.vars.items() if not k.startswith("XDG_")}
+        self.tmpdir = root / "T"  # the user's temp dir (a Mac's is under /var/folders)
+        self.tmpdir.mkdir()
+        self.vars["TMPDIR"] = str(self.tmpdir)
 
     def run(self, *args, check=False, cwd=None, env_extra=None, timeout=60) -> subprocess.CompletedProcess:
         env = self.environ(PWD=str(cwd or self.ws), **(env_extra or {}))
@@ -111,6 +114,11 @@ def test_isolated_start_runs_the_cli_under_sandbox_exec_with_the_profile_that_ke
     home = next(a.split("=", 1)[1] for a in run["command"] if a.startswith("HOME="))
     assert home.startswith(str(mac.support / "homes" / "codex"))  # platformdirs' macOS layout
     assert r["home"] == home
+    # Its own temp dir, made new and 0700 by the launcher, is its TMPDIR and writable.
+    tmp = next(a.split("=", 1)[1] for a in run["command"] if a.startswith("TMPDIR="))
+    assert Path(tmp).parent == mac.tmpdir and Path(tmp).name.startswith("tmuxjail-")
+    assert Path(tmp).stat().st_mode & 0o777 == 0o700
+    assert run["params"]["SESSION_TMP"] == tmp if "SESSION_TMP" in run["params"] else tmp in run["params"].values()
     d = mac.decided(run)
     assert d[("file-read-data", str(mac.home / ".ssh" / "id_ed25519"))] == "deny"
     assert d[("file-write-data", str(mac.ws / "new.txt"))] == "allow"
@@ -206,7 +214,11 @@ def test_a_new_window_of_the_session_opens_in_the_same_profile(mac):
     mac.tmux("new-window", "-t", "=app:")  # the owned session's default-command: `_pane`, through the seam
     wait_until(lambda: len(mac.runs()) == 2, 15, "the new window's sandbox-exec")
     first, second = mac.runs()
-    assert second["params"] == first["params"] | {k: v for k, v in second["params"].items() if k.startswith("PANE_TTY")}
+    # The same profile but for the pane's own tty and temp dir (each pane gets a new one).
+    own = ("PANE_TTY", "SESSION_TMP")
+    assert {k: v for k, v in second["params"].items() if not k.startswith(own)} == \
+        {k: v for k, v in first["params"].items() if not k.startswith(own)}
+    assert second["params"]["SESSION_TMP_0"] != first["params"]["SESSION_TMP_0"]
 
 
 def test_the_audit_runs_on_a_macos_session(mac):

@@ -54,9 +54,37 @@ class Refused(Exception):
         self.rule, self.address = rule, address
 
 
+IFCONFIG = "/sbin/ifconfig"  # macOS: no /proc
+
+
 def own_addresses() -> frozenset:
     """Every address of this host, now (IPv4 from the kernel's local routing table, IPv6 from
-    if_inet6). OSError when they cannot be read: the caller refuses everything then."""
+    if_inet6; on macOS from ifconfig). OSError when they cannot be read: the caller refuses
+    everything then."""
+    if not os.path.exists("/proc/net/if_inet6") and os.path.exists(IFCONFIG):
+        import subprocess  # macOS only: the proxy on Linux never loads it
+
+        try:
+            out = subprocess.run([IFCONFIG, "-a"], capture_output=True, text=True, timeout=5, check=True).stdout
+        except subprocess.SubprocessError as exc:
+            raise OSError(f"{IFCONFIG}: {exc}") from None
+        return ifconfig_addresses(out)
+    return proc_addresses()
+
+
+def ifconfig_addresses(text: str) -> frozenset:
+    """The `inet` and `inet6` addresses in `ifconfig -a`'s output (a scope suffix dropped)."""
+    out: set = set()
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] in ("inet", "inet6"):
+            out.add(ipaddress.ip_address(words[1].split("%", 1)[0]))
+    if not out:
+        raise ValueError("ifconfig listed no address")
+    return frozenset(out)
+
+
+def proc_addresses() -> frozenset:
     out: set = set()
     with open("/proc/net/if_inet6") as f:
         for line in f:

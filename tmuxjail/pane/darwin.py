@@ -43,6 +43,8 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
     exe_checked(exe, store_holds(helper, expected))
     fields: dict[str, Any] = dict(spec["layout"])
     fields.update(tty=os.ttyname(0) if os.isatty(0) else None, proxy_port=None)
+    if policy.get("mode") != "compatibility" and (tmp := session_tmp(spec.get("tmp_base"))) is not None:
+        fields.update(session_tmp=tmp, realpaths={**fields.get("realpaths", {}), tmp: os.path.realpath(tmp)})
     if proxied:
         from ..net import bridge as netbridge
 
@@ -65,6 +67,32 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
     os.write(status, f'{{"{STATUS}": {os.getpid()}}}\n'.encode())
     os.close(status)
     exec_closing(argv, env, ())
+
+
+def session_tmp(base: str | None) -> str | None:
+    """A strict jail's own temp dir, new and 0700, in the user's temp dir (the $TMPDIR the start
+    ran with: macOS gives each user one under /var/folders, theirs alone): the jail's TMPDIR, and
+    the one temp place where it may bind a unix socket. None without such a directory (the jail
+    then has no TMPDIR of its own): an absolute path, no symlink at its end, the user's, that
+    nobody else can write."""
+    import stat
+
+    from ..sandbox.seatbelt import SESSION_TMP_PREFIX
+
+    if not isinstance(base, str) or not os.path.isabs(base):
+        return None
+    try:
+        st = os.lstat(base)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    path = os.path.join(base, SESSION_TMP_PREFIX + os.urandom(6).hex())
+    try:
+        os.mkdir(path, 0o700)  # fails if it exists: never one somebody else made
+    except OSError:
+        return None
+    return path
 
 
 def tcp_port(where: str) -> int:
