@@ -22,7 +22,7 @@ if [ "$name" = codex ]; then
   # while it runs (the real one from the first message on).
   dir="${CODEX_HOME:-$HOME/.codex}/sessions/$(date -u +%Y/%m/%d)"
   if [ -z "$conv" ]; then
-    conv=$(cat /proc/sys/kernel/random/uuid)
+    conv=$(cat /proc/sys/kernel/random/uuid 2>/dev/null || uuidgen | tr A-Z a-z)  # uuidgen: macOS
     mkdir -p "$dir" && printf '{"type":"session_meta","payload":{"id":"%s","timestamp":"%s","cwd":"%s"}}\n' \
       "$conv" "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" "$PWD" > "$dir/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-$conv.jsonl"
   fi

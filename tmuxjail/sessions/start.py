@@ -92,8 +92,8 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
             out["approval"] = plan.approval_for(ctx.store, plan.profile_for(ctx, opts.provider), pol)["id"]
         except NotApproved as exc:
             out["approval"], out["approval_missing"] = None, exc.data["missing"]
-    if opts.backend == "seatbelt":
-        from ..sandbox import seatbelt  # the macOS backend: only this dry run builds its profile
+    if opts.backend == "seatbelt" or (pol.backend == jail.SEATBELT and opts.backend is None):
+        from ..sandbox import seatbelt  # the macOS backend: on Linux only this dry run builds its profile
 
         # Audit what macOS would run: the same policy, with the backend it would record.
         mac = dict(data, backend=seatbelt.Seatbelt.name)
@@ -124,6 +124,8 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
     native_id = adapter.new_native_id()
     if opts.backend == "seatbelt" and pol.backend != jail.SEATBELT:
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
+    if opts.backend == "bwrap" and pol.backend == jail.SEATBELT:
+        raise UsageError("--backend bwrap is the Linux backend: on macOS it is accepted only with --dry-run")
     exe = adapter.own_sandbox_off(p.argv, pol.mode, pol.backend)
     own_args = list(adapter.seatbelt_args) if pol.backend == jail.SEATBELT else []
     cli_argv = adapter.start_argv(exe, native_id, [*own_args, *opts.args], pol.home, workspaces[0])
