@@ -93,7 +93,7 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
         except NotApproved as exc:
             out["approval"], out["approval_missing"] = None, exc.data["missing"]
     if opts.backend == "seatbelt" or (pol.backend == jail.SEATBELT and opts.backend is None):
-        from ..sandbox import seatbelt  # the macOS backend: on Linux only this dry run builds its profile
+        from ..sandbox import seatbelt  # the macOS backend (on Linux: this dry run only)
 
         # Audit what macOS would run: the same policy, with the backend it would record.
         mac = dict(data, backend=seatbelt.Seatbelt.name)
