@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 
-from .. import doctor, paths, store
+from .. import doctor, hostos, paths, store
+from ..errors import TmuxjailError
 from ..render import Result
+from ..request import StartRequest
+from ..sessions.start import cwd, dry_run
 from . import Call
 from .table import JSON, Arg, declares
 
@@ -19,7 +22,8 @@ def run(call: Call) -> Result:
         moved = store.move_aside(paths.get().store)
         return Result(moved, f"moved the store to {moved['moved_to']}; kept in the new one: "
                       + ", ".join(f"{n} {t}" for t, n in sorted(moved["kept"].items())))
-    results = doctor.checks(call.tmux, paths.get().store, dict(os.environ))
+    results = doctor.checks(call.tmux, paths.get().store, dict(os.environ),
+                            dry_runs=(lambda: seatbelt_dry_runs(call)) if hostos.darwin() else None)
     failed = [c for c in results if c["required"] and not c["ok"]]
     lines = []
     for c in results:
@@ -30,3 +34,30 @@ def run(call: Call) -> Result:
         if c["fix"]:
             lines.append(f"      fix: {c['fix']}")
     return Result({"ok": not failed, "checks": results}, "\n".join(lines), code=1 if failed else 0)
+
+
+# Whose dry run doctor checks on macOS: codex's, as the docs show it, else the shell's (always there).
+DRY_RUN_PROVIDERS = ("codex", "shell")
+
+
+def seatbelt_dry_runs(call: Call) -> list[tuple[str, str, dict[str, str]]]:
+    """The Seatbelt profile and parameters `tmuxjail start PROVIDER --dry-run --backend seatbelt
+    --mode MODE` builds here, for each mode; from this directory, else from HOME (a start refuses
+    / as its workspace)."""
+    ctx, last = call.ctx, None
+    for provider in DRY_RUN_PROVIDERS:
+        try:
+            out = []
+            for mode in ("compatibility", "isolated", "verified"):
+                fields = {"mode": mode, "dry_run": True, "backend": "seatbelt", "non_interactive": True}
+                try:
+                    opts = StartRequest.build(cwd(ctx), provider, **fields)
+                except TmuxjailError:
+                    opts = StartRequest.build(str(ctx.paths.home), provider, **fields)
+                got = dry_run(ctx, opts)
+                out.append((f"{provider} {mode}", got["seatbelt_profile"], got["seatbelt_params"]))
+            return out
+        except TmuxjailError as exc:
+            last = exc
+    assert last is not None
+    raise last
