@@ -141,7 +141,7 @@ def problem(text: str, params: dict[str, str]) -> str | None:
     try:
         forms = parse(text)
         if not forms or forms[0] != [Sym("version"), Sym("1")]:
-            return "the profile does not open with (version 1)"
+            return "does not open with (version 1)"
         missing = sorted(params_used(forms) - set(params))
     except ParseError as exc:
         return f"does not parse: {exc}"
