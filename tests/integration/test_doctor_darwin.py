@@ -70,6 +70,17 @@ def test_without_codex_the_profile_checked_is_the_shells(env):
     assert sb["ok"] and "shell isolated" in sb["detail"], sb
 
 
+def test_the_profiles_checked_are_those_of_the_modes_the_config_allows(env):
+    wrapper = stand_in(env)
+    doc = json.loads(seam(env, str(wrapper), "doctor", "--json").stdout)
+    cfg = Path(next(c for c in doc["checks"] if c["check"] == "config")["detail"].split(" (")[0])
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('allowed_modes = ["isolated"]\n')
+    doc = json.loads(seam(env, str(wrapper), "doctor", "--json").stdout)
+    sb = next(c for c in doc["checks"] if c["check"] == "seatbelt profile")
+    assert sb["ok"] and "codex isolated" in sb["detail"] and "verified" not in sb["detail"], sb
+
+
 @pytest.mark.parametrize("what", ["missing", "not executable", "relative", "a directory"])
 def test_the_seam_refuses_a_stand_in_that_is_not_an_executable_file(env, what):
     path = {"missing": str(env.root / "nowhere" / "sandbox-exec"), "relative": "sandbox-exec",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from .. import doctor, hostos, paths, store
+from .. import config, doctor, hostos, paths, store
 from ..errors import TmuxjailError
+from ..registry import MODES
 from ..render import Result
 from ..request import StartRequest
 from ..sessions.start import cwd, dry_run
@@ -42,13 +43,14 @@ DRY_RUN_PROVIDERS = ("codex", "shell")
 
 def seatbelt_dry_runs(call: Call) -> list[tuple[str, str, dict[str, str]]]:
     """The Seatbelt profile and parameters `tmuxjail start PROVIDER --dry-run --backend seatbelt
-    --mode MODE` builds here, for each mode; from this directory, else from HOME (a start refuses
-    / as its workspace)."""
+    --mode MODE` builds here, for each mode the config allows; from this directory, else from HOME
+    (a start refuses / as its workspace)."""
     ctx, last = call.ctx, None
+    allowed = config.load(ctx.paths.config_file).allowed_modes
     for provider in DRY_RUN_PROVIDERS:
         try:
             out = []
-            for mode in ("compatibility", "isolated", "verified"):
+            for mode in (m for m in MODES if m in allowed):
                 fields = {"mode": mode, "dry_run": True, "backend": "seatbelt", "non_interactive": True}
                 try:
                     opts = StartRequest.build(cwd(ctx), provider, **fields)
