@@ -195,9 +195,12 @@ def checks(tmux: Tmux, store_path: Path, env: dict, dry_runs: SeatbeltDryRuns | 
         add(name, ok, detail, fix)
     ok, detail, fix = _socket_dir(tmux.socket)
     if hostos.darwin():  # the same check; what a jail sees of it is Seatbelt's
-        real = os.path.realpath(os.path.dirname(tmux.socket))
-        detail += ((f" (really {real})" if real != os.path.dirname(tmux.socket) else "")
-                   + "; every profile denies it by each spelling, whether or not it exists yet")
+        d = os.path.dirname(tmux.socket)
+        real = os.path.realpath(d)
+        detail += ((f" (really {real})" if real != d else "")
+                   + ("; every profile denies it by each spelling, whether or not it exists yet"
+                      if os.path.basename(d) == f"tmux-{os.getuid()}" else
+                      "; every profile denies this server's socket by each spelling, not the rest of its directory"))
     add("tmux socket dir", ok, detail, fix)
     add("config", *_config())
     if not hostos.darwin():  # the bridge's Python in the jail and pidfds: Linux's proxy

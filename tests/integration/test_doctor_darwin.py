@@ -56,11 +56,19 @@ def test_doctor_on_macos_runs_seatbelts_checks_and_not_linuxs(env):
     kc = names["keychain"]
     assert kc["ok"] and not kc["required"] and "macos-keychain" in kc["detail"]
     assert "Claude Code" in kc["detail"] and "Cursor" in kc["detail"]
-    assert "every profile denies it" in names["tmux socket dir"]["detail"]
+    assert "every profile denies it by each spelling" in names["tmux socket dir"]["detail"]
     # It builds and reads the profiles; it never runs the sandbox.
     assert not (wrapper.parent / "decisions.jsonl").exists()
     text = seam(env, str(wrapper), "doctor")
     assert text.returncode == 0 and "ok    seatbelt profile: the codex compatibility" in text.stdout, text.stdout
+
+
+def test_with_a_dash_s_socket_the_socket_is_what_the_profiles_deny(env):
+    env.flags = ["-S", str(env.root / "socks" / "agents.sock")]
+    (env.root / "socks").mkdir()
+    doc = json.loads(seam(env, str(stand_in(env)), "doctor", "--json").stdout)
+    tmux = next(c for c in doc["checks"] if c["check"] == "tmux socket dir")
+    assert tmux["ok"] and "denies this server's socket" in tmux["detail"], tmux
 
 
 def test_without_codex_the_profile_checked_is_the_shells(env):
