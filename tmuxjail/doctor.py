@@ -303,7 +303,11 @@ def servers(tmux: Tmux, env: dict) -> list[Tmux]:
     of this user that runs now: keys, clipboard and PATH are per server."""
     out = [tmux]
     uid = os.getuid()
-    for sock in host.running_servers(uid):
+    try:
+        found = host.running_servers(uid)
+    except OSError:  # no /proc to find them by (macOS): the server this command names only
+        found = []
+    for sock in found:
         try:
             if os.stat(sock).st_uid != uid or os.path.realpath(sock) == os.path.realpath(tmux.socket):
                 continue
