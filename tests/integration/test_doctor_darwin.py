@@ -57,8 +57,10 @@ def test_doctor_on_macos_runs_seatbelts_checks_and_not_linuxs(env):
     assert kc["ok"] and not kc["required"] and "macos-keychain" in kc["detail"]
     assert "Claude Code" in kc["detail"] and "Cursor" in kc["detail"]
     assert "every profile denies it by each spelling" in names["tmux socket dir"]["detail"]
-    # It builds and reads the profiles; it never runs the sandbox.
+    # It builds and reads the profiles; it never runs the sandbox, and it leaves no state behind.
     assert not (wrapper.parent / "decisions.jsonl").exists()
+    assert "(created at the first start)" in names["store"]["detail"], names["store"]
+    assert [p for p in env.home.rglob("*") if p.is_file()] == []
     text = seam(env, str(wrapper), "doctor")
     assert text.returncode == 0 and "ok    seatbelt profile: the codex compatibility" in text.stdout, text.stdout
 

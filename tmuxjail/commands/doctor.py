@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 from .. import config, doctor, hostos, paths, store
+from ..context import Context
 from ..errors import TmuxjailError
 from ..registry import MODES
 from ..render import Result
@@ -44,8 +47,28 @@ DRY_RUN_PROVIDERS = ("codex", "shell")
 def seatbelt_dry_runs(call: Call) -> list[tuple[str, str, dict[str, str]]]:
     """The Seatbelt profile and parameters `tmuxjail start PROVIDER --dry-run --backend seatbelt
     --mode MODE` builds here, for each mode the config allows; from this directory, else from HOME
-    (a start refuses / as its workspace)."""
-    ctx, last = call.ctx, None
+    (a start refuses / as its workspace). An account with no store yet gets none: the dry runs
+    use a scratch one."""
+    if call.ctx.paths.store.exists():
+        return _dry_runs(call.ctx)
+    with tempfile.TemporaryDirectory(prefix="tmuxjail-doctor-") as scratch:
+        ctx = _ScratchStore(call.ctx, store.Store(Path(scratch) / "store.db"))
+        try:
+            return _dry_runs(ctx)
+        finally:
+            ctx.store.close()
+
+
+class _ScratchStore(Context):
+    """The caller's context with a store of its own (doctor writes no state)."""
+
+    def __init__(self, ctx: Context, scratch: store.Store) -> None:
+        super().__init__(ctx.tmux, ctx.env, ctx.paths)
+        self._store = scratch
+
+
+def _dry_runs(ctx: Context) -> list[tuple[str, str, dict[str, str]]]:
+    last = None
     allowed = config.load(ctx.paths.config_file).allowed_modes
     for provider in DRY_RUN_PROVIDERS:
         try:
