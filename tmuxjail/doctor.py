@@ -292,6 +292,8 @@ def seatbelt_check(dry_runs: SeatbeltDryRuns) -> tuple[bool, str, bool]:
         built = dry_runs()
     except TmuxjailError as exc:
         return False, f"no dry run to check: {exc.message}", False
+    except OSError as exc:  # e.g. a working directory that is gone
+        return False, f"no dry run to check: {exc}", False
     bad = [f"{mode}: {why}" for mode, text, params in built if (why := sbpl.problem(text, params))]
     if bad:
         return False, "; ".join(bad), True

@@ -139,12 +139,15 @@ def test_a_profile_that_parses_with_its_parameters_passes():
     assert ok and required and "codex isolated" in detail
 
 
-def test_no_dry_run_to_check_is_a_warning_not_a_failure():
+@pytest.mark.parametrize("error", [UsageError("codex: no executable named codex found on PATH"),
+                                   FileNotFoundError(2, "No such file or directory")], ids=["tmuxjail", "os"])
+def test_no_dry_run_to_check_is_a_warning_not_a_failure(error):
     def none():
-        raise UsageError("codex: no executable named codex found on PATH")
+        raise error
 
     ok, detail, required = doctor.seatbelt_check(none)
-    assert not ok and not required and "no executable named codex" in detail
+    assert not ok and not required and detail.startswith("no dry run to check: ")
+    assert ("no executable named codex" if isinstance(error, UsageError) else "No such file") in detail
 
 
 def test_sandbox_exec_must_be_an_executable_file(tmp_path):
