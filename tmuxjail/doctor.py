@@ -1,4 +1,7 @@
-"""`tmuxjail doctor`: what works here, what does not, and the exact command that fixes it."""
+"""`tmuxjail doctor`: what works here, what does not, and the exact command that fixes it.
+On macOS (hostos.darwin()) the Linux-only checks (bubblewrap, namespaces, seccomp, Landlock,
+cgroups, the in-jail bridge) give way to Seatbelt's: sandbox-exec, the profile of a dry run, and
+the keychain note."""
 
 from __future__ import annotations
 
@@ -8,16 +11,18 @@ import pwd
 import shutil
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from . import budget, config, host, paths
+from . import budget, config, host, hostos, paths
 from .effective import Limits
 from .errors import TmuxjailError
 from .net import bridge as netbridge
 from .pane import narrow
 from .profiles import executables
 from .registry import Mode
-from .sandbox import bwrap, landlock, pids, seccomp
+from .sandbox import bwrap, landlock, pids, sbpl, seccomp
+from .sandbox.seatbelt import KEYCHAIN_CAPABILITY
 from .store import FIX, Store
 from .tmux import MIN_VERSION, Tmux, parse_version
 
@@ -148,7 +153,14 @@ BREAKS = {
     "data directory": "isolated starts (their private homes live there)",
     "config directory": "every start and resume: the config cannot be read",
     "CLI on the tmux server's PATH": "the start menu (prefix J s) greys this CLI out; `tmuxjail start` from a shell works",
+    "sandbox-exec": "every start on macOS: sandbox-exec is the sandbox",
+    "seatbelt profile": "every start on macOS in the modes named: sandbox-exec refuses a profile it cannot read",
 }
+
+# The dry runs whose Seatbelt profiles doctor parses on macOS: (mode, profile text, parameters)
+# per mode, built by the start's own dry run (commands/doctor.py); raises TmuxjailError when no
+# dry run can be built here.
+SeatbeltDryRuns = Callable[[], list[tuple[str, str, dict[str, str]]]]
 
 
 def _breaks(check: str) -> str | None:
@@ -157,8 +169,8 @@ def _breaks(check: str) -> str | None:
     return BREAKS.get(check)
 
 
-def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
-
+def checks(tmux: Tmux, store_path: Path, env: dict, dry_runs: SeatbeltDryRuns | None = None) -> list[dict]:
+    """dry_runs: on macOS, what the profile check parses (None: that check is left out)."""
     out: list[dict] = []
 
     def add(name, ok, detail, fix=None, required=True):
@@ -166,12 +178,55 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         out.append({"check": name, "ok": bool(ok), "required": required, "detail": detail,
                     "fix": None if ok else fix, "breaks": None if ok else _breaks(base)})
 
+    install = "brew install tmux" if hostos.darwin() else "sudo apt-get install -y tmux"
     if tmux.binary:
         v = tmux.version()
         ok = parse_version(v)[:2] >= MIN_VERSION
-        add("tmux", ok, v, "sudo apt-get install -y tmux   (3.2a or later is required)")
+        add("tmux", ok, v, f"{install}   (3.2a or later is required)")
     else:
-        add("tmux", False, "not installed", "sudo apt-get install -y tmux")
+        add("tmux", False, "not installed", install)
+    if hostos.darwin():
+        _darwin_checks(add, dry_runs)
+    else:
+        _linux_checks(add, env)
+    home = paths.home_problem(env)
+    add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
+    for name, ok, detail, fix in dir_checks(paths.get(), home is None):
+        add(name, ok, detail, fix)
+    ok, detail, fix = _socket_dir(tmux.socket)
+    if hostos.darwin():  # the same check; what a jail sees of it is Seatbelt's
+        d = os.path.dirname(tmux.socket)
+        real = os.path.realpath(d)
+        detail += ((f" (really {real})" if real != d else "")
+                   + ("; every profile denies it by each spelling, whether or not it exists yet"
+                      if os.path.basename(d) == f"tmux-{os.getuid()}" else
+                      "; every profile denies this server's socket by each spelling, not the rest of its directory"))
+    add("tmux socket dir", ok, detail, fix)
+    add("config", *_config())
+    if not hostos.darwin():  # the bridge's Python in the jail and pidfds: Linux's proxy
+        ok, detail, needed = _proxy()
+        add("egress proxy", ok, detail,
+            'without root: give strict modes another network, `isolated = "none"` and `verified = "none"` under '
+            "[network] in the config (or start with --network none); with root: sudo apt-get install -y python3 "
+            "(the in-jail bridge runs it)", required=needed)
+    add("store", *_store(store_path))
+    inst = host.own_install()
+    add("install", not inst,
+        "tmuxjail's code is not writable by you" if not inst else
+        f"writable by you: {', '.join(inst)}. Compatibility jails get these read-only, but anything "
+        "else you run can rewrite the code every start runs outside the jail"
+        + (" (as root, compatibility can still write the rest of /usr)" if os.getuid() == 0 else ""),
+        "as root, every install is yours to write: prefer a strict mode" if os.getuid() == 0 else
+        "install outside your home, owned by root:  sudo python3 -m venv /opt/tmuxjail && "
+        "sudo /opt/tmuxjail/bin/pip install . && ln -sf /opt/tmuxjail/bin/tmuxjail ~/.local/bin/tmuxjail",
+        required=False)
+    for server in servers(tmux, env):
+        server_checks(server, env, add, many=server is not tmux)
+    return out
+
+
+def _linux_checks(add, env: dict) -> None:
+    """bubblewrap and what it needs of the kernel, and what bounds a jail's resources."""
     b = bwrap.find()
     why = b.available()
     add("bubblewrap", why is None, b.path if why is None else why, "sudo apt-get install -y bubblewrap")
@@ -206,31 +261,43 @@ def checks(tmux: Tmux, store_path: Path, env: dict) -> list[dict]:
         "allow unprivileged user namespaces for python3 (e.g. an AppArmor profile granting `userns`), or accept "
         f'the gap: accept_missing_guards = ["{budget.GUARD}"] in the config')
 
-    home = paths.home_problem(env)
-    add("home", home is None, home or env.get("HOME", "(from the password database)"), paths.HOME_FIX)
-    for name, ok, detail, fix in dir_checks(paths.get(), home is None):
-        add(name, ok, detail, fix)
-    add("tmux socket dir", *_socket_dir(tmux.socket))
-    add("config", *_config())
-    ok, detail, needed = _proxy()
-    add("egress proxy", ok, detail,
-        'without root: give strict modes another network, `isolated = "none"` and `verified = "none"` under '
-        "[network] in the config (or start with --network none); with root: sudo apt-get install -y python3 "
-        "(the in-jail bridge runs it)", required=needed)
-    add("store", *_store(store_path))
-    inst = host.own_install()
-    add("install", not inst,
-        "tmuxjail's code is not writable by you" if not inst else
-        f"writable by you: {', '.join(inst)}. Compatibility jails get these read-only, but anything "
-        "else you run can rewrite the code every start runs outside the jail"
-        + (" (as root, compatibility can still write the rest of /usr)" if os.getuid() == 0 else ""),
-        "as root, every install is yours to write: prefer a strict mode" if os.getuid() == 0 else
-        "install outside your home, owned by root:  sudo python3 -m venv /opt/tmuxjail && "
-        "sudo /opt/tmuxjail/bin/pip install . && ln -sf /opt/tmuxjail/bin/tmuxjail ~/.local/bin/tmuxjail",
-        required=False)
-    for server in servers(tmux, env):
-        server_checks(server, env, add, many=server is not tmux)
-    return out
+
+def _darwin_checks(add, dry_runs: SeatbeltDryRuns | None) -> None:
+    """Seatbelt's: the sandbox-exec a start runs, the profile a start would hand it, and where
+    the CLIs' logins live."""
+    add("sandbox-exec", *sandbox_exec_check(hostos.sandbox_exec()))
+    if dry_runs is not None:
+        ok, detail, required = seatbelt_check(dry_runs)
+        add("seatbelt profile", ok, detail, "report it as a tmuxjail bug, with this line and "
+            "`tmuxjail start codex --dry-run --backend seatbelt`'s profile", required=required)
+    add("keychain", True, "Claude Code and Cursor keep their login in the macOS keychain: compatibility "
+        "jails reach it as you do; isolated and verified ones only with the "
+        f"{KEYCHAIN_CAPABILITY} capability (it hands over the login keychain file; docs/macos.md), "
+        "so without it log in again inside the jail", required=False)
+
+
+def sandbox_exec_check(path: str) -> tuple[bool, str, str]:
+    """Is the sandbox-exec a start runs (hostos.sandbox_exec) an executable file?"""
+    ok = os.path.isfile(path) and os.access(path, os.X_OK)
+    return (ok, path if ok else f"{path} is not an executable file",
+            f"{path} ships with macOS: restore it (a macOS update or reinstall puts it back); tmuxjail "
+            "runs that path only, never one from PATH")
+
+
+def seatbelt_check(dry_runs: SeatbeltDryRuns) -> tuple[bool, str, bool]:
+    """(ok, detail, required): does the Seatbelt profile of each dry run parse, and is every
+    (param ...) it names among its parameters? Not required when no dry run can be built here
+    (the config check, or the CLI's absence, says why)."""
+    try:
+        built = dry_runs()
+    except TmuxjailError as exc:
+        return False, f"no dry run to check: {exc.message}", False
+    except OSError as exc:  # e.g. a working directory that is gone
+        return False, f"no dry run to check: {exc}", False
+    bad = [f"{mode}: {why}" for mode, text, params in built if (why := sbpl.problem(text, params))]
+    if bad:
+        return False, "; ".join(bad), True
+    return True, f"the {', '.join(m for m, _, _ in built)} profiles of a dry run parse, their parameters given", True
 
 
 def servers(tmux: Tmux, env: dict) -> list[Tmux]:
@@ -238,7 +305,11 @@ def servers(tmux: Tmux, env: dict) -> list[Tmux]:
     of this user that runs now: keys, clipboard and PATH are per server."""
     out = [tmux]
     uid = os.getuid()
-    for sock in host.running_servers(uid):
+    try:
+        found = host.running_servers(uid)
+    except OSError:  # no /proc to find them by (macOS): the server this command names only
+        found = []
+    for sock in found:
         try:
             if os.stat(sock).st_uid != uid or os.path.realpath(sock) == os.path.realpath(tmux.socket):
                 continue

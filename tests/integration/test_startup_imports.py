@@ -111,6 +111,7 @@ def test_a_warm_start_loads_no_pydantic_no_structlog_and_no_policy_code(jail_env
     assert not top(warm) & {"pydantic", "structlog", "libtmux"}  # tmux commands run tmux.ClientCmd
     assert not warm & {"tmuxjail.plan", "tmuxjail.policy", "tmuxjail.model", "tmuxjail.profiles"}
     assert "tmuxjail.sandbox.seatbelt" not in warm  # the macOS backend: `--backend seatbelt --dry-run` only
+    assert "tmuxjail.sandbox.sbpl" not in cold | warm  # the SBPL reader: doctor on macOS and the tests only
     # Nor the stdlib it has no use for on the way to the pane (issue 18.1: several ms of imports).
     assert not warm & {"dataclasses", "inspect", "ast", "uuid", "platform"}
     # OpenSSL (hashlib, hmac, secrets): ~2.5 ms to load; the warm path hashes with canon's sha256.

@@ -2,7 +2,7 @@
 
     sandbox_exec.py DIR -p PROFILE [-D KEY=VALUE ...] [--] COMMAND [ARGS ...]
 
-It parses the profile with the project's SBPL evaluator (tests/unit/sexpr.py; a profile that does
+It parses the profile with the project's SBPL evaluator (tmuxjail/sandbox/sbpl.py; a profile that does
 not parse, or names a parameter it was not given, is refused with exit 65 as sandbox-exec refuses
 it), evaluates every request in DIR/table.json (a list of
 {"op": ..., "path"/"ip"/"unix"/"mach": ...}), writes what it decided, the parameters and the
@@ -16,8 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-import sexpr
+from tmuxjail.sandbox import sbpl
 
 
 def main(argv: list[str], home: Path) -> None:
@@ -42,10 +41,10 @@ def main(argv: list[str], home: Path) -> None:
     if text is None or not command:
         sys.exit("usage: sandbox-exec -p PROFILE [-D KEY=VALUE ...] [--] COMMAND [ARGS ...]")
     try:
-        profile = sexpr.Profile(text, params)
+        profile = sbpl.Profile(text, params)
         table = json.loads((home / "table.json").read_text()) if (home / "table.json").exists() else []
-        decisions = [dict(req, decision=profile.decide(sexpr.Request(**req))) for req in table]
-    except (sexpr.ParseError, KeyError) as exc:
+        decisions = [dict(req, decision=profile.decide(sbpl.Request(**req))) for req in table]
+    except (sbpl.ParseError, KeyError) as exc:
         print(f"sandbox-exec: profile rejected: {exc!r}", file=sys.stderr)
         sys.exit(65)
     record = {"params": params, "command": command, "decisions": decisions, "pid": os.getpid(),

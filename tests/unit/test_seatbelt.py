@@ -1,5 +1,5 @@
 """The macOS Seatbelt backend, checked offline: golden profiles, well-formedness, parameters,
-decisions of a small SBPL evaluator (tests/unit/sexpr.py), hostile paths, and a runtime suite that
+decisions of a small SBPL evaluator (tmuxjail/sandbox/sbpl.py), hostile paths, and a runtime suite that
 only runs where /usr/bin/sandbox-exec exists (never in CI today; see docs/macos.md).
 
 Regenerate the goldens after an intended change with: TMUXJAIL_UPDATE_GOLDEN=1 pytest tests/unit/test_seatbelt.py
@@ -7,23 +7,17 @@ Regenerate the goldens after an intended change with: TMUXJAIL_UPDATE_GOLDEN=1 p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).parent))
-import contextlib
-
-import sexpr
-from sexpr import Request
 
 from tmuxjail import identity, policy, profiles
 from tmuxjail.adapters import get as get_adapter
@@ -32,8 +26,10 @@ from tmuxjail.model import Mode
 from tmuxjail.paths import APP, Paths
 from tmuxjail.sandbox import (
     HostLayout,
+    sbpl,
     seatbelt,
 )
+from tmuxjail.sandbox.sbpl import Request
 from tmuxjail.sandbox.seatbelt import SANDBOX_EXEC, Seatbelt, env_overrides, profile, spellings
 from tmuxjail.subpath import inside
 
@@ -153,9 +149,9 @@ def build(name: str) -> tuple[dict, str, dict]:
     return pol, text, params
 
 
-def evaluator(pol: dict, host: HostLayout = HOST) -> sexpr.Profile:
+def evaluator(pol: dict, host: HostLayout = HOST) -> sbpl.Profile:
     text, params = profile(pol, host)
-    return sexpr.Profile(text, params)
+    return sbpl.Profile(text, params)
 
 
 def golden_text(text: str, params: dict) -> str:
@@ -181,34 +177,34 @@ def denied(prof, *reqs):
 # the evaluator itself: Seatbelt's semantics
 
 def test_evaluator_last_matching_rule_wins():
-    p = sexpr.Profile('(version 1)(deny default)(allow file-read* (subpath "/a"))(deny file-read* (subpath "/a/b"))', {})
+    p = sbpl.Profile('(version 1)(deny default)(allow file-read* (subpath "/a"))(deny file-read* (subpath "/a/b"))', {})
     assert p.decide(R("file-read-data", path="/a/c")) == "allow"
     assert p.decide(R("file-read-data", path="/a/b/x")) == "deny"
     assert p.decide(R("file-read-data", path="/z")) == "deny"
-    q = sexpr.Profile('(version 1)(deny default)(deny file-read* (subpath "/a/b"))(allow file-read* (subpath "/a"))', {})
+    q = sbpl.Profile('(version 1)(deny default)(deny file-read* (subpath "/a/b"))(allow file-read* (subpath "/a"))', {})
     assert q.decide(R("file-read-data", path="/a/b/x")) == "allow"
     assert not q.precedence_free(R("file-read-data", path="/a/b/x"))
     assert q.precedence_free(R("file-read-data", path="/a/c"))
-    c = sexpr.Profile('(version 1)(allow default)(deny file-write* (subpath "/s"))(allow file-write* (literal "/s/ok"))', {})
+    c = sbpl.Profile('(version 1)(allow default)(deny file-write* (subpath "/s"))(allow file-write* (literal "/s/ok"))', {})
     assert c.decide(R("file-write-data", path="/s/ok")) == "allow"
     assert c.decide(R("file-write-data", path="/s/no")) == "deny"
 
 
 def test_evaluator_default_does_not_cover_the_stragglers():
-    p = sexpr.Profile("(version 1)(deny default)", {})
+    p = sbpl.Profile("(version 1)(deny default)", {})
     for op in ("process-info-pidinfo", "process-info-codesignature", "nvram-get", "nvram-set",
                "iokit-get-properties", "file-map-executable", "dynamic-code-generation"):
         assert p.decide(R(op, path="/x", target="other")) == "allow", op
     for op in ("file-read-data", "mach-lookup", "sysctl-read", "lsopen", "appleevent-send", "process-exec"):
         assert p.decide(R(op, path="/x")) == "deny", op
-    q = sexpr.Profile("(version 1)(deny default)(deny process-info*)(allow process-info* (target same-sandbox))", {})
+    q = sbpl.Profile("(version 1)(deny default)(deny process-info*)(allow process-info* (target same-sandbox))", {})
     assert q.decide(R("process-info-pidinfo", target="other")) == "deny"
     assert q.decide(R("process-info-pidinfo", target="same-sandbox")) == "allow"
     assert q.decide(R("process-info-pidinfo", target="self")) == "allow"
 
 
 def test_evaluator_filters_we_emit():
-    p = sexpr.Profile('(version 1)(deny default)'
+    p = sbpl.Profile('(version 1)(deny default)'
                       '(allow sysctl-read (sysctl-name "hw.ncpu") (sysctl-name-prefix "kern.proc.pid."))'
                       '(allow file-read* (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))'
                       '(allow user-preference-read (preference-domain "kCFPreferencesAnyApplication"))'
@@ -243,14 +239,14 @@ def test_golden_profiles(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_files_are_well_formed_sbpl(name):
-    forms = sexpr.parse((GOLDEN / f"seatbelt_{name}.sb").read_text())
-    assert forms[0] == [sexpr.Sym("version"), sexpr.Sym("1")]
+    forms = sbpl.parse((GOLDEN / f"seatbelt_{name}.sb").read_text())
+    assert forms[0] == [sbpl.Sym("version"), sbpl.Sym("1")]
 
 
 def check_well_formed(text: str, params: dict) -> list:
-    forms = sexpr.parse(text)
-    assert forms[0] == [sexpr.Sym("version"), sexpr.Sym("1")], "the profile must open with (version 1)"
-    used = sexpr.params_used(forms)
+    forms = sbpl.parse(text)
+    assert forms[0] == [sbpl.Sym("version"), sbpl.Sym("1")], "the profile must open with (version 1)"
+    used = sbpl.params_used(forms)
     assert used <= set(params), f"undefined parameters: {used - set(params)}"
     assert set(params) <= used, f"parameters never referenced: {set(params) - used}"
     for key in params:
@@ -264,7 +260,7 @@ def check_well_formed(text: str, params: dict) -> list:
 def test_profile_structure(name):
     pol, text, params = build(name)
     forms = check_well_formed(text, params)
-    Sym = sexpr.Sym
+    Sym = sbpl.Sym
     defaults = [f for f in forms if f[1:] == [Sym("default")]]
     if pol["mode"] == "compatibility":
         assert defaults == [[Sym("allow"), Sym("default")]]
@@ -274,7 +270,7 @@ def test_profile_structure(name):
         assert forms[1] == [Sym("deny"), Sym("default")]
         # the operations (deny default) leaves allowed, denied right after it
         assert forms[2] == [Sym("deny"), *(Sym(op) for op in seatbelt.STRAGGLERS)]
-        assert {s.rstrip("*") for s in seatbelt.STRAGGLERS} == set(sexpr.STRAGGLERS)
+        assert {s.rstrip("*") for s in seatbelt.STRAGGLERS} == set(sbpl.STRAGGLERS)
         assert all(f[0] == Sym("allow") for f in forms[3:])
 
 
@@ -523,7 +519,7 @@ def test_item7_strict_no_services_no_foreign_preferences(name):
 
 def test_item7_keychain_capability_is_the_login_keychain_file_only():
     _pol, text, params = build("verified_keychain")
-    prof = sexpr.Profile(text, params)
+    prof = sbpl.Profile(text, params)
     kc = f"{HOME}/Library/Keychains"
     allowed(prof, R("file-read-data", path=f"{kc}/login.keychain-db"), R("file-write-data", path=f"{kc}/login.keychain-db"),
             R("file-write-create", path=f"{kc}/login.keychain-db.sb-5a1c-xyz"), R("mach-lookup", mach="com.apple.SecurityServer"))
@@ -539,7 +535,7 @@ def test_item8_every_path_is_canonicalised_before_it_is_a_parameter():
     host = HostLayout(tmux_dirs=(TMUX_DIR,), tty=PANE_TTY, realpaths=real)
     text, params = profile(pol, host)
     assert "/Volumes/Work/app" in params.values() and WS not in params.values()
-    prof = sexpr.Profile(text, params)
+    prof = sbpl.Profile(text, params)
     allowed(prof, R("file-write-create", path="/Volumes/Work/app/x"))
     denied(prof, R("file-write-create", path="/Volumes/Work/app/.git/config"),
            R("file-read-data", path="/Users/Alice/Library/Application Support/tmuxjail/store.db"))
@@ -798,7 +794,7 @@ def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode
     assert "\n(" in text and all(line.isprintable() for line in text.splitlines())
     argv = Seatbelt().wrap(pol, ["/bin/sh"], host)
     assert argv[2] == text
-    prof = sexpr.Profile(text, params)
+    prof = sbpl.Profile(text, params)
     assert prof.decide(Request("network-outbound", unix=f"{tmux_dir}/default")) == "deny"
     assert prof.decide(Request("file-read-data", path=f"{support}/store.db")) == "deny"
     assert prof.decide(Request("file-read-data", path=f"{support.upper()}/store.db")) == "deny"
@@ -814,14 +810,14 @@ def test_hostile_paths_stay_out_of_the_profile(ws, home, state, tmux, long, mode
 @settings(max_examples=50, deadline=None)
 @given(text=st.text(max_size=200))
 def test_reader_rejects_or_accepts_without_crashing(text):
-    with contextlib.suppress(sexpr.ParseError):
-        sexpr.parse(text)
+    with contextlib.suppress(sbpl.ParseError):
+        sbpl.parse(text)
 
 
 @pytest.mark.parametrize("bad", ['(allow', '(allow))', '(a "x)', '(a #"x)', "x", "()", '(a "\\'])
 def test_reader_rejects_malformed(bad):
-    with pytest.raises(sexpr.ParseError):
-        sexpr.parse(bad)
+    with pytest.raises(sbpl.ParseError):
+        sbpl.parse(bad)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1072,7 +1068,7 @@ def test_i33_proxy_allows_out_only_the_session_proxys_port(mode):
     text, params = profile(pol, HOST)
     check_well_formed(text, params)
     assert "localhost:*" not in text and "*:*" not in text
-    prof = sexpr.Profile(text, params)
+    prof = sbpl.Profile(text, params)
     allowed(prof, R("network-outbound", ip=f"localhost:{PROXY_PORT}"))
     denied(prof, R("network-outbound", ip=f"localhost:{PROXY_PORT + 1}"), R("network-outbound", ip="localhost:22"),
            R("network-outbound", ip=True), R("network-bind", ip=True), R("network-inbound", ip=True),

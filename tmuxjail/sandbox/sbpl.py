@@ -1,4 +1,8 @@
-"""A small reader and evaluator for the SBPL that tmuxjail generates, for offline tests.
+"""A small reader and evaluator for the SBPL that tmuxjail generates (sandbox/seatbelt.py). The
+tests check profiles offline with it (tests/unit/test_seatbelt.py, and the Darwin seam's stand-in
+sandbox-exec, tests/standins/sandbox_exec.py); `tmuxjail doctor` on a Mac uses `problem` to check
+that the profile of a dry run parses. Stdlib only, and never imported on a start: a start hands
+the profile to sandbox-exec, which has its own reader.
 
 The reader accepts the subset of SBPL syntax we emit (lists, symbols, numbers, "strings" with
 backslash escapes, #"regex" literals, #t/#f, ; comments) and rejects anything unbalanced or
@@ -14,7 +18,9 @@ tests use them to show that a file or socket decision of ours does not depend on
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 class ParseError(ValueError):
@@ -39,7 +45,7 @@ class Regex:
 DELIMS = set('()";') | set(" \t\r\n")
 
 
-def tokens(text: str):
+def tokens(text: str) -> Iterator[Any]:
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -88,9 +94,9 @@ def tokens(text: str):
             i = j
 
 
-def parse(text: str) -> list:
+def parse(text: str) -> list[Any]:
     """All top-level forms of `text`; ParseError when it is not well-formed."""
-    stack: list[list] = [[]]
+    stack: list[list[Any]] = [[]]
     for tok in tokens(text):
         if tok == "(":
             stack.append([])
@@ -111,14 +117,14 @@ def parse(text: str) -> list:
     return stack[0]
 
 
-def walk(form):
+def walk(form: Any) -> Iterator[Any]:
     yield form
     if isinstance(form, list):
         for item in form:
             yield from walk(item)
 
 
-def params_used(forms) -> set[str]:
+def params_used(forms: list[Any]) -> set[str]:
     out = set()
     for f in walk(forms):
         if isinstance(f, list) and f[0] == Sym("param"):
@@ -126,6 +132,22 @@ def params_used(forms) -> set[str]:
                 raise ParseError(f"malformed param reference {f!r}")
             out.add(f[1].value)
     return out
+
+
+def problem(text: str, params: dict[str, str]) -> str | None:
+    """Why sandbox-exec would refuse this profile with these parameters (as far as this reader
+    knows), or None: it must parse, open with (version 1), and every (param ...) it names must
+    be given."""
+    try:
+        forms = parse(text)
+        if not forms or forms[0] != [Sym("version"), Sym("1")]:
+            return "does not open with (version 1)"
+        missing = sorted(params_used(forms) - set(params))
+    except ParseError as exc:
+        return f"does not parse: {exc}"
+    if missing:
+        return "names parameters it is not given: " + ", ".join(missing)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,7 +171,7 @@ class Request:
     target: str | None = None      # process-*/signal: "self", "same-sandbox" or "other"
     sysctl: str | None = None      # sysctl-read / sysctl-write name
     domain: str | None = None      # user-preference-read domain
-    extensions: frozenset = frozenset()  # sandbox extensions the process holds for the path
+    extensions: frozenset[str] = frozenset()  # sandbox extensions the process holds for the path
 
 
 def _under(path: str, root: str) -> bool:
@@ -161,7 +183,7 @@ class Profile:
     def __init__(self, text: str, params: dict[str, str]):
         self.forms = parse(text)
         self.params = params
-        self.rules: list[tuple[str, list[str], list]] = []
+        self.rules: list[tuple[str, list[str], list[Any]]] = []
         self.default: str | None = None
         for form in self.forms:
             head = form[0]
@@ -173,14 +195,14 @@ class Profile:
                 else:
                     self.rules.append((head.name, ops, filters))
 
-    def _value(self, x) -> str:
+    def _value(self, x: Any) -> str:
         if isinstance(x, Str):
             return x.value
         if isinstance(x, list) and x[0] == Sym("param"):
             return self.params[x[1].value]  # KeyError: undefined parameter
         raise ParseError(f"not a string expression: {x!r}")
 
-    def _match(self, f, req: Request, path: str | None) -> bool:
+    def _match(self, f: Any, req: Request, path: str | None) -> bool:
         kind = f[0].name
         if kind == "require-all":
             return all(self._match(g, req, path) for g in f[1:])
