@@ -31,8 +31,9 @@ def sandbox_exec() -> str:
 
 def as_darwin(stand_in: str) -> None:
     """tmuxjail.testing.darwin only: this process takes the macOS path with `stand_in` as its
-    sandbox-exec (an absolute path to an executable file)."""
+    sandbox-exec (an absolute path; whether it is there and runs is the start's to check, as it
+    checks /usr/bin/sandbox-exec on a Mac)."""
     global _darwin, _seam
-    if not os.path.isabs(stand_in) or not os.path.isfile(stand_in) or not os.access(stand_in, os.X_OK):
-        raise SystemExit(f"tmuxjail.testing.darwin: {stand_in!r} is not an absolute path to an executable file")
+    if not os.path.isabs(stand_in):
+        raise SystemExit(f"tmuxjail.testing.darwin: {stand_in!r} is not an absolute path")
     _darwin, _seam = True, stand_in

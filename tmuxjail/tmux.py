@@ -28,6 +28,7 @@ import typing as t
 from collections import namedtuple
 from collections.abc import Mapping
 
+from . import hostos
 from .errors import TmuxjailError, UsageError
 
 if t.TYPE_CHECKING:
@@ -242,7 +243,8 @@ class Tmux:
 
     def require(self) -> str:
         if not self.binary:
-            raise TmuxjailError("tmux is not installed", hint="sudo apt-get install -y tmux")
+            raise TmuxjailError("tmux is not installed",
+                                hint="brew install tmux" if hostos.darwin() else "sudo apt-get install -y tmux")
         return self.binary
 
     @property

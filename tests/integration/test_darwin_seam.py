@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 from conftest import Env, wait_until
 
-pytestmark = pytest.mark.integration
+from tmuxjail.pane.darwin import PROBE
+
+pytestmark = [pytest.mark.integration, pytest.mark.macos_seam]
 REPO = Path(__file__).resolve().parents[2]
 STAND_IN = REPO / "tests" / "standins" / "sandbox_exec.py"
 CONF = REPO / "tmux.conf.example"
@@ -64,7 +66,11 @@ class Mac(Env):
     def runs(self) -> list[dict]:
         """What the stand-in sandbox-exec saw, one entry per run."""
         path = self.seam / "decisions.jsonl"
-        return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() else []
+        runs = [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() else []
+        probes = [r for r in runs if r["command"] == [PROBE]]
+        # Each run is preceded by the launcher's probe of its profile (pane/darwin.py preflight).
+        assert len(probes) >= len(runs) - len(probes), runs
+        return [r for r in runs if r["command"] != [PROBE]]
 
     def decided(self, run: dict) -> dict[tuple, str]:
         return {(d["op"], d.get("path") or d.get("ip") or d.get("unix")): d["decision"] for d in run["decisions"]}
@@ -250,3 +256,69 @@ def test_the_dry_run_on_macos_shows_the_profile_it_would_run(mac):
     assert mac.runs() == [] and mac.json("list") == []
     proc = mac.run("start", "codex", "--backend", "bwrap", "--detach")
     assert proc.returncode == 2 and "only with --dry-run" in proc.stderr and mac.runs() == []
+
+
+# -- bad input: one clear line each, and no start ---------------------------------------------------
+
+def test_a_profile_sandbox_exec_refuses_is_a_failed_start_and_nothing_runs(mac):
+    (mac.seam / "refuse").write_text("unbalanced parentheses")
+    proc = mac.run("start", "codex", "--mode", "isolated", "--network", "none", "--workspace", str(mac.ws),
+                   "--name", "app", "--detach")
+    assert proc.returncode == 5 and "Traceback" not in proc.stderr, proc.stderr
+    assert "sandbox-exec refused this session's Seatbelt profile" in proc.stderr.splitlines()[0], proc.stderr
+    assert mac.runs() == [] and not (mac.ws / ".standin-codex.report").exists()
+    assert next(r for r in mac.json("list") if r["name"] == "app")["status"] == "failed"
+
+
+def test_a_mac_without_tmux_is_told_how_to_get_it(mac):
+    proc = mac.run("start", "codex", "--mode", "isolated", "--workspace", str(mac.ws), "--detach",
+                   env_extra={"PATH": str(mac.bin)})
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == ["tmuxjail: tmux is not installed", "  brew install tmux"], proc.stderr
+    assert mac.runs() == []
+
+
+# -- the Linux adversarial tier's attacks, as the profile a real start hands sandbox-exec decides them
+
+def attacks(mac: Mac) -> dict[str, dict]:
+    uid = os.getuid()
+    (mac.home / ".ssh").mkdir(exist_ok=True)
+    (mac.home / ".ssh" / "id_ed25519").write_text("secret\n")
+    return {
+        "home secret": {"op": "file-read-data", "path": str(mac.home / ".ssh" / "id_ed25519")},
+        "home secret written": {"op": "file-write-data", "path": str(mac.home / ".aws" / "credentials")},
+        "tmux socket": {"op": "network-outbound", "unix": f"/private/tmp/tmux-{uid}/default"},
+        "tmux socket, /tmp spelling": {"op": "network-outbound", "unix": f"/tmp/tmux-{uid}/{mac.socket}"},
+        "tmux dir squatted": {"op": "file-write-create", "path": f"/private/tmp/tmux-{uid}"},
+        "tmuxjail's store": {"op": "file-read-data", "path": str(mac.support / "store.db")},
+        "tmuxjail's dir squatted": {"op": "file-write-create", "path": str(mac.support / "spool" / "x.json")},
+        "another terminal": {"op": "file-write-data", "path": "/dev/ttys009"},
+        "kern.procargs2": {"op": "sysctl-read", "sysctl": "kern.procargs2"},
+        "a /tmp socket bound": {"op": "network-bind", "unix": "/private/tmp/agent.sock"},
+        "a /tmp socket reached": {"op": "network-outbound", "unix": "/private/tmp/other.sock"},
+        "straggler: another process": {"op": "process-info-pidinfo", "target": "other"},
+        "straggler: nvram": {"op": "nvram-get"},
+        "straggler: iokit": {"op": "iokit-get-properties"},
+        "the workspace": {"op": "file-write-data", "path": str(mac.ws / "src.py")},
+    }
+
+
+ALL_DENY = {"tmux socket", "tmux socket, /tmp spelling", "tmux dir squatted", "tmuxjail's store",
+            "tmuxjail's dir squatted", "another terminal"}
+STRICT_DENY = ALL_DENY | {"home secret", "home secret written", "kern.procargs2", "a /tmp socket bound",
+                          "a /tmp socket reached", "straggler: another process", "straggler: nvram",
+                          "straggler: iokit"}
+
+
+@pytest.mark.parametrize("mode", ["compatibility", "isolated", "verified"])
+def test_the_adversarial_tiers_attacks_per_mode(mac, mode):
+    named = attacks(mac)
+    mac.table(list(named.values()))
+    if mode == "verified":
+        mac.run("approve", "codex", "--yes", check=True)
+    start(mac, mode, "--network", "none")
+    mac.report()
+    [run] = mac.runs()
+    got = {name: d["decision"] for name, d in zip(named, run["decisions"], strict=True)}
+    denied = STRICT_DENY if mode != "compatibility" else ALL_DENY
+    assert {n for n, d in got.items() if d == "deny"} == denied, got

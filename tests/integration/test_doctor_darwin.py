@@ -14,7 +14,7 @@ import pytest
 from tmuxjail import doctor
 from tmuxjail.errors import UsageError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.macos_seam]
 
 STANDIN = Path(__file__).resolve().parents[1] / "standins" / "sandbox_exec.py"
 MAC = ("sandbox-exec", "seatbelt profile", "keychain")
@@ -91,20 +91,31 @@ def test_the_profiles_checked_are_those_of_the_modes_the_config_allows(env):
     assert sb["ok"] and "codex isolated" in sb["detail"] and "verified" not in sb["detail"], sb
 
 
-@pytest.mark.parametrize("what", ["missing", "not executable", "relative", "a directory"])
-def test_the_seam_refuses_a_stand_in_that_is_not_an_executable_file(env, what):
-    path = {"missing": str(env.root / "nowhere" / "sandbox-exec"), "relative": "sandbox-exec",
-            "a directory": str(env.root)}.get(what)
+def test_the_seam_refuses_a_relative_stand_in(env):
+    proc = seam(env, "sandbox-exec", "doctor", "--json")
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "is not an absolute path" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("what", ["missing", "not executable", "a directory"])
+def test_without_a_runnable_sandbox_exec_no_start_and_doctor_says_so(env, what):
+    """A Mac whose sandbox-exec is gone: the start's own check refuses (one line, exit 5, nothing
+    started) and doctor fails the check; the seam passes the path through as a Mac has it."""
+    path = {"missing": str(env.root / "nowhere" / "sandbox-exec"), "a directory": str(env.root)}.get(what)
     if what == "not executable":
         f = env.root / "sandbox-exec"
         f.write_text("#!/bin/sh\n")
         f.chmod(0o644)
         path = str(f)
     assert path is not None
-    proc = seam(env, path, "doctor", "--json")
-    assert proc.returncode != 0 and proc.stdout == ""
-    assert proc.stderr.count("\n") == 1 and "is not an absolute path to an executable file" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
+    proc = seam(env, path, "start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--detach")
+    assert proc.returncode == 5 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[0] == (f"tmuxjail: isolated mode cannot be enforced: Seatbelt is not available "
+                                           f"here: {path} is missing or not executable (it ships with macOS)"), proc.stderr
+    doc = json.loads(seam(env, path, "doctor", "--json").stdout)
+    check = next(c for c in doc["checks"] if c["check"] == "sandbox-exec")
+    assert not check["ok"] and doc["ok"] is False
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="Linux's doctor: a Mac takes the macOS path without the seam")

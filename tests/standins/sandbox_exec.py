@@ -7,7 +7,8 @@ not parse, or names a parameter it was not given, is refused with exit 65 as san
 it), evaluates every request in DIR/table.json (a list of
 {"op": ..., "path"/"ip"/"unix"/"mach": ...}), writes what it decided, the parameters and the
 command to DIR/decisions.jsonl (one line per run), and then execs the command. It enforces
-nothing: on this machine nothing can; what the profile decides is what the tests check."""
+nothing: on this machine nothing can; what the profile decides is what the tests check. A file
+DIR/refuse makes it refuse every profile as unreadable (the tests' way to get one)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def main(argv: list[str], home: Path) -> None:
     if text is None or not command:
         sys.exit("usage: sandbox-exec -p PROFILE [-D KEY=VALUE ...] [--] COMMAND [ARGS ...]")
     try:
+        if (home / "refuse").exists():  # a test's stand-in for a profile sandbox-exec cannot read
+            raise sbpl.ParseError((home / "refuse").read_text().strip() or "refused by the test")
         profile = sbpl.Profile(text, params)
         table = json.loads((home / "table.json").read_text()) if (home / "table.json").exists() else []
         decisions = [dict(req, decision=profile.decide(sbpl.Request(**req))) for req in table]

@@ -57,6 +57,7 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
         argv = Seatbelt().wrap(policy, list(spec["argv"]), layout)
     except (KeyError, TypeError, ValueError) as exc:
         die(f"cannot build the Seatbelt profile for this pane: {exc}; refusing", EXIT_REFUSED)
+    preflight(argv)
     exe_unchanged(exe)
     for path, _, fd, _ in exe:  # sandbox-exec runs the CLI by its path: the checked file must be there
         st, at = os.fstat(fd), _lstat(path)
@@ -67,6 +68,27 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
     os.write(status, f'{{"{STATUS}": {os.getpid()}}}\n'.encode())
     os.close(status)
     exec_closing(argv, env, ())
+
+
+PROBE = "/usr/bin/true"
+
+
+def preflight(argv: list[str]) -> None:
+    """sandbox-exec reads the profile and runs /usr/bin/true under it first: a profile it refuses
+    stops the start here, with its message in the pane and a failed start, rather than in a pane
+    whose CLI never appears after the start said it was up."""
+    probe = [*argv[:argv.index("--")], "--", PROBE]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.closerange(3, 65536)
+            os.execv(probe[0], probe)
+        finally:
+            os._exit(127)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code != 0:
+        die(f"sandbox-exec refused this session's Seatbelt profile (exit {code}); nothing was started",
+            EXIT_UNAVAILABLE)
 
 
 def session_tmp(base: str | None) -> str | None:

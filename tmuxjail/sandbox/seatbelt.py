@@ -743,8 +743,9 @@ class Seatbelt:
     path = SANDBOX_EXEC  # fixed: never from PATH, never configurable (hostos: the tests' seam only)
 
     def available(self) -> str | None:
-        if not os.access(hostos.sandbox_exec(), os.X_OK):
-            return f"Seatbelt is not available here ({SANDBOX_EXEC} missing; macOS only)"
+        path = hostos.sandbox_exec()
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            return f"Seatbelt is not available here: {path} is missing or not executable (it ships with macOS)"
         return None
 
     @staticmethod
