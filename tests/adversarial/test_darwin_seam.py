@@ -172,7 +172,9 @@ def test_nothing_outside_the_seam_switches_a_linux_start_to_darwin(world):
     env.run("start", "shell", "--mode", "isolated", "--name", "j", "--detach", check=True,
             env_extra={k: v for k, v in hostile.items() if k not in ("PYTHONPATH", "PYTHONUSERBASE")})
     env.tmux("kill-session", "-t", "pre")
-    env.run("shell", "j", "--detach", check=True)  # an extra pane: `_pane` through the session's default-command
+    proc = env.run("shell", "j", "--detach")  # an extra pane: `_pane` through the session's default-command
+    assert not mark.exists(), mark.read_text()
+    assert proc.returncode == 0, proc.stderr
     panes = env.tmux("list-panes", "-s", "-t", "j", "-F", "#{pane_pid} #{pane_start_command}").splitlines()
     assert len(panes) == 2, panes
     for line in panes:
