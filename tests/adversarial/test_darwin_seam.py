@@ -321,9 +321,9 @@ def test_a_swapped_executable_is_refused_on_the_macos_path(jail_env, how):
 
 # -- 4. the proxy on macOS -----------------------------------------------------------------------
 
-def _tcp_listeners() -> dict[int, str]:
-    """port -> local address of every TCP listener (/proc/net/tcp and tcp6, state 0A)."""
-    out = {}
+def _tcp_listeners() -> list[tuple[int, str]]:
+    """(port, local address) of every TCP listener here (/proc/net/tcp and tcp6, state 0A)."""
+    out = []
     for name in ("tcp", "tcp6"):
         try:
             lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
@@ -333,25 +333,27 @@ def _tcp_listeners() -> dict[int, str]:
             f = line.split()
             if f[3] == "0A":
                 addr, port = f[1].rsplit(":", 1)
-                out[int(port, 16)] = addr
+                out.append((int(port, 16), addr))
     return out
 
 
-def test_the_macos_proxy_is_loopback_only_on_the_port_the_profile_allows_and_ends_with_the_pane(jail_env):
+@pytest.mark.parametrize("ending", ["kill-pane", "kill-server"])
+def test_the_macos_proxy_is_loopback_only_on_the_port_the_profile_allows_and_ends_with_the_pane(jail_env, ending):
+    """The proxy's port, as the jail's proxy variables name it: one listener on it, on 127.0.0.1
+    (no other address, no IPv6); the profile sandbox-exec was given allows that port and no other;
+    and once the pane's process is gone, the listener is too."""
     sys.path.insert(0, str(STAND_IN.parents[1] / "unit"))
     import sexpr  # the SBPL evaluator the stand-in decides with
 
     env = jail_env
     seam = Seam(env)
-    before = _tcp_listeners()
     seam.run("start", "codex", "--mode", "isolated", "--workspace", str(env.ws), "--name", "p", "--detach", check=True)
     wait_until(lambda: seam.decisions(), 20, "the session's sandbox-exec run")
     record = seam.decisions()[0]
     proxy = record["env"]["HTTPS_PROXY"]
     assert proxy.startswith("http://127.0.0.1:"), record["env"]
     port = int(proxy.rsplit(":", 1)[1])
-    new = {p: a for p, a in _tcp_listeners().items() if p not in before}
-    assert new == {port: "0100007F"}, new  # 127.0.0.1, that one port, nothing else
+    assert [a for p, a in _tcp_listeners() if p == port] == ["0100007F"]  # 127.0.0.1 only
     argv = [a.decode() for a in seam.argvs()[0]]
     profile = sexpr.Profile(argv[argv.index("-p") + 1],
                             {v.split("=", 1)[0]: v.split("=", 1)[1] for k, v in zip(argv, argv[1:]) if k == "-D"})
@@ -359,8 +361,11 @@ def test_the_macos_proxy_is_loopback_only_on_the_port_the_profile_allows_and_end
     for other in (port + 1, port - 1, 443, 53):
         assert profile.decide(sexpr.Request(op="network-outbound", ip=f"localhost:{other}")) == "deny", other
     assert profile.decide(sexpr.Request(op="network-outbound", ip=True)) == "deny"
-    env.kill()  # the pane's process goes with the server: so does the proxy, and its listener
-    wait_until(lambda: port not in _tcp_listeners(), 20, "the proxy's listener to go")
+    if ending == "kill-pane":
+        env.tmux("kill-pane", "-t", "p")
+    else:
+        env.kill()
+    wait_until(lambda: port not in {p for p, _ in _tcp_listeners()}, 20, "the proxy's listener to go")
 
 
 @pytest.mark.parametrize("line", ["tcp:0.0.0.0:8080", "tcp:127.0.0.2:8080", "tcp:[::1]:8080", "tcp:localhost:8080",
