@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 from contextlib import closing
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -201,7 +202,7 @@ TAMPER = {
     "layout-unknown-key": lambda s: dict(s, layout=dict(s["layout"], extra_rule="(allow default)")),
     "layout-dir-not-text": lambda s: dict(s, layout=dict(s["layout"], tmux_dirs=[5])),
     "layout-tmp-not-text": lambda s: dict(s, layout=dict(s["layout"], session_tmp=5)),
-    "layout-realpath-not-text": lambda s: dict(s, layout=dict(s["layout"], realpaths={p: 5 for p in s["layout"]["realpaths"]})),
+    "layout-realpath-not-text": lambda s: dict(s, layout=dict(s["layout"], realpaths=dict.fromkeys(s["layout"]["realpaths"], 5))),
     "unsandboxed": lambda s: dict(s, sandboxed=False),
     "other-program": lambda s: dict(s, argv=["/bin/sh", *s["argv"][1:]]),
     "executable-wrapped": lambda s: dict(s, argv=["/usr/bin/env", *s["argv"]]),
@@ -356,7 +357,7 @@ def test_the_macos_proxy_is_loopback_only_on_the_port_the_profile_allows_and_end
     assert [a for p, a in _tcp_listeners() if p == port] == ["0100007F"]  # 127.0.0.1 only
     argv = [a.decode() for a in seam.argvs()[0]]
     profile = sexpr.Profile(argv[argv.index("-p") + 1],
-                            {v.split("=", 1)[0]: v.split("=", 1)[1] for k, v in zip(argv, argv[1:]) if k == "-D"})
+                            dict(v.split("=", 1) for k, v in pairwise(argv) if k == "-D"))
     assert profile.decide(sexpr.Request(op="network-outbound", ip=f"localhost:{port}")) == "allow"
     for other in (port + 1, port - 1, 443, 53):
         assert profile.decide(sexpr.Request(op="network-outbound", ip=f"localhost:{other}")) == "deny", other
