@@ -22,6 +22,7 @@ import pytest
 from conftest import wait_until
 
 import tmuxjail
+from tmuxjail.canon import fingerprint
 from tmuxjail.pane.command import SEAM_STUB
 from tmuxjail.pane.command import launcher as linux_launcher
 
@@ -194,6 +195,9 @@ def test_nothing_outside_the_seam_switches_a_linux_start_to_darwin(world):
 TAMPER = {
     "policy-changed": lambda s: dict(s, policy=dict(s["policy"], network="host")),
     "fingerprint-field": lambda s: dict(s, fingerprint="sha256:" + "0" * 64),
+    # Consistent, but not the session's: only the store check can tell.
+    "policy-refingerprinted": lambda s: dict(s, policy=(p := dict(s["policy"], network="host")), fingerprint=fingerprint(p)),
+    "trace-added": lambda s: dict(s, trace=str(Path(s["store"]).parent / "discover" / "x" / "trace")),
     "call-not-null": lambda s: dict(s, call={"bwrap": "/usr/bin/bwrap", "setup": [], "late": []}),
     "call-empty-dict": lambda s: dict(s, call={}),
     "layout-missing": lambda s: {k: v for k, v in s.items() if k != "layout"},
@@ -220,10 +224,13 @@ def test_the_macos_launcher_refuses_a_rewritten_spec(jail_env):
     seam = Seam(env)
     spec = seam.session("--network", "none")
     for kind, tamper in TAMPER.items():
-        path = write_spec(seam.state, tamper(spec), f"{spec['session_id']}-{kind}")
-        code, err = finish(launch(env, seam.launcher(spec["fingerprint"], path)))
+        tampered = tamper(spec)
+        path = write_spec(seam.state, tampered, f"{spec['session_id']}-{kind}")
+        code, err = finish(launch(env, seam.launcher(tampered["fingerprint"], path)))
         assert code == 3 and "refusing" in err and "Traceback" not in err, (kind, code, err)
         assert seam.decisions() == [], (kind, err)
+        if kind == "policy-refingerprinted":
+            assert "store does not hold this fingerprint" in err, err
         assert not (env.ws / ".standin-codex.report").exists(), kind
     proc = launch(env, seam.launcher(spec["fingerprint"], write_spec(seam.state, spec, f"{spec['session_id']}-ok")))
     try:

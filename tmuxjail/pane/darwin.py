@@ -35,6 +35,8 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
 
     if not hostos.darwin():  # Linux: this would run the CLI without bubblewrap and its kernel guards
         die("this pane's policy is for macOS (Seatbelt), and this host is not macOS; refusing", EXIT_REFUSED)
+    if "trace" in spec:  # discovery (strace) is Linux's; the helper would detach its proxy for one
+        die("the launch spec's trace does not follow from this pane's policy (tampered); refusing", EXIT_REFUSED)
     proxied = policy.get("network") == "proxy"
     exe = open_executables(policy) if policy.get("mode") != "compatibility" else []
     ask_helper(helper, spec, policy, proxied, [[path, key] for path, _, _, key in exe])
