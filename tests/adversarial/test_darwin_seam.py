@@ -267,6 +267,29 @@ def test_a_linux_launcher_never_runs_a_macos_policy(jail_env):
     assert not (env.ws / ".standin-codex.report").exists()
 
 
+def test_a_macos_launcher_never_runs_a_linux_policy(jail_env):
+    """The other way round: a bubblewrap policy, whose store row and spec are in order, handed to
+    the launcher on macOS (the seam) is refused with one line; nothing runs (on this machine its
+    Linux path would run a real bubblewrap jail, on a Mac it would fail part-way)."""
+    from tmuxjail.sandbox import landlock
+
+    env = jail_env
+    seam = Seam(env)
+    args = ("start", "shell", "--mode", "isolated", "--network", "none", "--workspace", str(env.ws))
+    dry = env.json(*args, "--dry-run")
+    env.run(*args, "--name", "lx", "--detach", check=True)
+    with closing(sqlite3.connect(env.store)) as db:
+        sid, fp = db.execute("SELECT id, fingerprint FROM sessions WHERE name='lx'").fetchone()
+    pol = dry["policy"]
+    spec = {"session_id": sid, "fingerprint": fp, "policy": pol, "argv": [*dry["cli_argv"], "-c", "echo ok > ./launched"],
+            "call": dry["sandbox_call"], "env": dict(pol["env_set"]), "store": str(env.store),
+            "machine": os.uname().machine, "sandboxed": True, "layout": dry["host_layout"],
+            "landlock_scope": landlock.abi() >= landlock.MIN_ABI}
+    code, err = finish(launch(env, seam.launcher(fp, write_spec(env.state_dir, spec, f"{sid}-on-mac"))))
+    assert code == 3 and "this host is macOS" in err and "Traceback" not in err, (code, err)
+    assert not (env.ws / "launched").exists() and seam.decisions() == []
+
+
 # -- 3. the executable swapped between the launcher's check and sandbox-exec's exec ----------------
 
 def _opened(pid: int, path: Path) -> bool:
