@@ -399,6 +399,32 @@ def test_the_macos_proxy_is_loopback_only_on_the_port_the_profile_allows_and_end
     wait_until(lambda: port not in {p for p, _ in _tcp_listeners()}, 20, "the proxy's listener to go")
 
 
+def _processes_naming(text: str) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and text.encode() in p.joinpath("cmdline").read_bytes():
+                out.append(int(p.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_a_refused_macos_launch_leaves_no_proxy(jail_env):
+    """The proxy starts before the launcher's last checks: a launch refused after it (here the
+    spec's environment) takes it along (and its listener: a socket lives only in its process)."""
+    env = jail_env
+    seam = Seam(env)
+    spec = seam.session()
+    assert spec["policy"]["network"] == "proxy"
+    path = write_spec(seam.state, dict(spec, env=dict(spec["env"], UNDECLARED_SECRET="x")), f"{spec['session_id']}-px")
+    code, err = finish(launch(env, seam.launcher(spec["fingerprint"], path)))
+    assert code == 3 and "environment" in err, (code, err)
+    # The helper and the proxy it became keep the launcher's command line, which names the spec.
+    wait_until(lambda: not _processes_naming(path), 20, "the refused launch's proxy to exit")
+    assert seam.decisions() == []
+
+
 @pytest.mark.parametrize("line", ["tcp:0.0.0.0:8080", "tcp:127.0.0.2:8080", "tcp:[::1]:8080", "tcp:localhost:8080",
                                   "tcp:127.0.0.1:0", "tcp:127.0.0.1:65536", "tcp:127.0.0.1:", "tcp:127.0.0.1:-1",
                                   "tcp:127.0.0.1:\u00b2", "tcp:127.0.0.1:8080:1", "tcp:127.0.0.1: 80", "127.0.0.1:80"])
