@@ -28,6 +28,7 @@ import threading
 import time
 from typing import NoReturn
 
+from .. import hostos
 from . import check as netcheck
 from . import listen as netlisten
 from .record import LOG_NAME as LOG_NAME
@@ -435,8 +436,9 @@ def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False)
         # signal comes from the dying parent, and Landlock's signal scope (strict jails) stops it
         # at the domain's edge; a pidfd of the parent needs no signal.
         if not detach:  # (a grandchild's parent is the middle process, gone at once)
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if not hostos.darwin():  # macOS has no prctl (the call would end the proxy): the kqueue alone
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != parent:
                 _exit(path)
         listener = socket.socket(fileno=raw.detach())

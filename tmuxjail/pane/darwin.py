@@ -28,10 +28,15 @@ STATUS = "sandbox-exec"
 
 def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: str, helper: Helper,
         exec_closing: Callable[[list[str], dict[str, str], tuple[int, ...]], NoReturn]) -> NoReturn:
+    from .. import hostos
     from ..errors import INSIDE_JAIL
     from ..sandbox import HostLayout
     from ..sandbox.seatbelt import Seatbelt
 
+    if not hostos.darwin():  # Linux: this would run the CLI without bubblewrap and its kernel guards
+        die("this pane's policy is for macOS (Seatbelt), and this host is not macOS; refusing", EXIT_REFUSED)
+    if "trace" in spec:  # discovery (strace) is Linux's; the helper would detach its proxy for one
+        die("the launch spec's trace does not follow from this pane's policy (tampered); refusing", EXIT_REFUSED)
     proxied = policy.get("network") == "proxy"
     exe = open_executables(policy) if policy.get("mode") != "compatibility" else []
     ask_helper(helper, spec, policy, proxied, [[path, key] for path, _, _, key in exe])
@@ -55,7 +60,7 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
         given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
         layout = HostLayout(**given)
         argv = Seatbelt().wrap(policy, list(spec["argv"]), layout)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a malformed layout (spec.verify's too)
         die(f"cannot build the Seatbelt profile for this pane: {exc}; refusing", EXIT_REFUSED)
     preflight(argv)
     exe_unchanged(exe)
@@ -119,8 +124,9 @@ def session_tmp(base: str | None) -> str | None:
 
 def tcp_port(where: str) -> int:
     """The proxy's loopback port from its ready line (net/listen.py: tcp:127.0.0.1:PORT)."""
-    host, _, port = where.removeprefix("tcp:").rpartition(":")
-    if host != "127.0.0.1" or not port.isdigit() or not 0 < int(port) < 65536:
+    scheme, _, rest = where.partition(":")
+    host, _, port = rest.rpartition(":")
+    if scheme != "tcp" or host != "127.0.0.1" or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         die(f"the session's proxy reported {where!r}, not a loopback port; refusing", EXIT_UNAVAILABLE)
     return int(port)
 

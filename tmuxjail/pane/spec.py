@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from .. import hostos
 from .refuse import EXIT_REFUSED, die
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
@@ -73,6 +74,8 @@ def verify(spec: dict[str, Any], policy: dict[str, Any], spec_path: str) -> Call
         refuse("sandbox setting")
     call = None
     seatbelt = policy.get("backend") == "seatbelt"  # macOS: pane/darwin.py builds the profile
+    if sandboxed and not seatbelt and hostos.darwin():  # (and Linux refuses Seatbelt's: pane/darwin.py)
+        die("this pane's policy is for Linux (bubblewrap), and this host is macOS; refusing", EXIT_REFUSED)
     if seatbelt and (spec.get("call") is not None or not isinstance(spec.get("layout"), dict)):
         refuse("host layout")
     if sandboxed and not seatbelt:
