@@ -7,15 +7,15 @@
   inside wrote its ready file, interleaved run by run with the same start under `--network host`
   (and `none`, info). Target: proxy ≤ 1.15× host.
 - transfer: MB bytes from an upstream on this machine's loopback, read by the same client
-  (256 KiB reads) directly, and through the whole proxied path: the client runs in a network
-  namespace of its own (`unshare -rn`, as in a jail) under the real bridge, which hands each
-  connection to the real proxy (netproxy) over its unix socket. Only the data phase is timed.
+  (256 KiB reads) directly, and through the real proxy (netproxy) on a loopback listener, as a
+  jail reaches it on its own loopback (the proxy's listener is made in the jail's network
+  namespace; the kernel's loopback is the same). Only the data phase is timed.
   Target: proxied throughput ≥ 0.8× direct.
 - flood (issue 27.3): the same proxied transfer while a flooder hammers the same proxy (its
   records on: rotating log and counters) with junk CONNECTs to names it denies, from FLOOD_THREADS
   threads, as a jail would to blind the log. Target: flooded throughput >= 0.9x unflooded; the
   flood's rate and the log's size are printed.
-- memory: VmRSS of each started session's proxy process (and of the in-jail bridge, info).
+- memory: VmRSS of each started session's proxy process.
 
 HOME and XDG dirs point into a temporary directory; private tmux servers (-L) are killed at the
 end. Nothing here leaves loopback. Prints PASS/MISS; a MISS never fails the process.
@@ -76,7 +76,7 @@ mode, host, port, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.ar
 if mode == "direct":
     s = socket.create_connection((host, port))
 else:
-    s = socket.create_connection(("127.0.0.1", 3128))
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[5])))
     s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: x\r\n\r\n" % (host, port)).encode())
     head = b""
     while b"\r\n\r\n" not in head:
@@ -211,7 +211,7 @@ def bench_start(base: Path, runs: int) -> dict:
     w = World(base / "start")
     w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
     times: dict[str, list[float]] = {"proxy": [], "host": [], "none": []}
-    proxy_rss, bridge_rss = [], []
+    proxy_rss = []
     try:
         for i in range(runs + 1):  # run 0 warms the identity and page caches: not counted
             for net in ("proxy", "host", "none"):
@@ -227,35 +227,29 @@ def bench_start(base: Path, runs: int) -> dict:
                         cmd = cmdline(pid)
                         if b"tmuxjail.pane.launch" in cmd:
                             proxy_rss.append(vmrss_kb(pid))
-                        elif b"bridge.py" in cmd and b"python" in cmd.split(b"\0")[0]:
-                            bridge_rss.append(vmrss_kb(pid))
                 w.tmux("kill-session", "-t", f"={name}")
     finally:
         w.kill_server()
-    return {"times": times, "proxy_rss_kb": [x for x in proxy_rss if x], "bridge_rss_kb": [x for x in bridge_rss if x]}
+    return {"times": times, "proxy_rss_kb": [x for x in proxy_rss if x]}
 
 
 def bench_transfer(base: Path, runs: int, mb: int) -> dict:
-    from tmuxjail.net import bridge as netbridge
-
     total = mb << 20
     up = upstream(total)
     port = up.getsockname()[1]
     d = base / "transfer"
     (d / "net").mkdir(parents=True)
-    (d / "bridge.py").write_text(netbridge.BRIDGE)
     (d / "client.py").write_text(CLIENT)
-    code = ("import sys; from tmuxjail.net import proxy as netproxy; "
-            "l, p = netproxy.listen(sys.argv[1]); print(p, flush=True); "
-            "netproxy.Proxy(('*',), (('up.test', '127.0.0.1', True),), sys.argv[1]).serve(l)")
+    code = ("import socket, sys; from tmuxjail.net import proxy as netproxy; "
+            "l, p = netproxy.listen(sys.argv[1]); t = socket.create_server(('127.0.0.1', 0)); "
+            "print(p, t.getsockname()[1], flush=True); "
+            "netproxy.Proxy(('*',), (('up.test', '127.0.0.1', True),), sys.argv[1]).serve(t, l)")
     (d / "flooder.py").write_text(FLOODER)
     stop = d / "stop-flood"
     proxy = subprocess.Popen([PY, "-c", code, str(d / "net")], stdout=subprocess.PIPE, text=True)
-    sock = proxy.stdout.readline().strip()
+    sock, proxy_port = proxy.stdout.readline().split()
     py3 = shutil.which("python3") or PY
-    jailed = ["unshare", "-rn", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
-              py3, "-I", "-S", str(d / "bridge.py"), sock, str(netbridge.PORT), "--",
-              py3, "-I", "-S", str(d / "client.py"), "proxy", "up.test", str(port), str(total)]
+    jailed = [py3, "-I", "-S", str(d / "client.py"), "proxy", "up.test", str(port), str(total), proxy_port]
     direct = [py3, "-I", "-S", str(d / "client.py"), "direct", "127.0.0.1", str(port), str(total)]
     out: dict[str, list[float]] = {"direct": [], "proxy": [], "flooded": [], "flood_rate": [], "proxy_cpu": [],
                                    "flooded_cpu": []}
@@ -321,7 +315,7 @@ def main() -> None:
         sys.exit(f"bench: no tmuxjail next to {PY} (use the venv's python)")
     base = Path(tempfile.mkdtemp(prefix="tj-bench-net-"))
     try:
-        s = {"times": {"proxy": [], "host": [], "none": []}, "proxy_rss_kb": [], "bridge_rss_kb": []} \
+        s = {"times": {"proxy": [], "host": [], "none": []}, "proxy_rss_kb": []} \
             if args.transfer_only else bench_start(base, args.runs)
         t = bench_transfer(base, args.runs, args.mb)
     finally:
@@ -335,7 +329,7 @@ def main() -> None:
     print(f"start (median of {args.runs}): proxy {med(st['proxy']):.3f} s, host {med(st['host']):.3f} s, "
           f"none {med(st['none']):.3f} s (info)  ratio proxy/host {start_ratio:.2f}x  target <= 1.15x  "
           f"{verdict(start_ratio <= 1.15)}")
-    print(f"transfer {args.mb} MB (median of {args.runs}): direct {thr['direct']:.0f} MB/s, through bridge+proxy "
+    print(f"transfer {args.mb} MB (median of {args.runs}): direct {thr['direct']:.0f} MB/s, through the proxy "
           f"{thr['proxy']:.0f} MB/s  ratio {thr_ratio:.2f}x  target >= 0.8x  {verdict(thr_ratio >= 0.8)}")
     flood_ratio = thr["flooded"] / thr["proxy"]
     print(f"under a flood of {med(t['flood_rate']):.0f} denied CONNECTs/s ({FLOOD_THREADS} threads; log on disk "
@@ -354,12 +348,12 @@ def main() -> None:
           f"{best['proxy']:.0f} MB/s  ratio {best['proxy'] / best['direct']:.2f}x")
     if rss:
         print(f"proxy RSS per session: median {med(rss) / 1024:.1f} MB, max {max(rss) / 1024:.1f} MB "
-              f"(one proxy per jailed pane); in-jail bridge {med(s['bridge_rss_kb']) / 1024:.1f} MB (info)")
+              "(one proxy per jailed pane)")
     if args.json:
         Path(args.json).write_text(json.dumps({"start": st, "start_ratio": start_ratio, "transfer_s": t,
                                                "throughput_MBps": thr, "throughput_ratio": thr_ratio,
                                                "flood_ratio": flood_ratio,
-                                               "proxy_rss_kb": rss, "bridge_rss_kb": s["bridge_rss_kb"]}, indent=1))
+                                               "proxy_rss_kb": rss}, indent=1))
 
 
 if __name__ == "__main__":

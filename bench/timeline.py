@@ -8,7 +8,7 @@ exec (sched_process_exec) with the kernel's timestamp, with no ptrace and nothin
 processes' way; the steps are the execs of the start's own process tree and of the pane's:
 
     tmuxjail (the CLI) -> tmux (new-session's client) -> python (the launcher, in the pane)
-    -> bwrap -> prlimit -> python (the proxy's bridge, under proxy) -> the CLI -> ready file
+    -> bwrap -> prlimit -> the CLI -> ready file
 
 Each step's median is printed, with the bare-bwrap pane's (the dry-run argv run by
 `tmux new-session -d`) measured the same way beside it. Timestamps are the kernel's, so

@@ -1,6 +1,6 @@
 """`tmuxjail doctor`: what works here, what does not, and the exact command that fixes it.
 On macOS (hostos.darwin()) the Linux-only checks (bubblewrap, namespaces, seccomp, Landlock,
-cgroups, the in-jail bridge) give way to Seatbelt's: sandbox-exec, the profile of a dry run, and
+cgroups, the proxy's pidfds) give way to Seatbelt's: sandbox-exec, the profile of a dry run, and
 the keychain note."""
 
 from __future__ import annotations
@@ -10,17 +10,14 @@ import platform
 import pwd
 import shutil
 import sqlite3
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from . import budget, config, host, hostos, paths
 from .effective import Limits
 from .errors import TmuxjailError
-from .net import bridge as netbridge
 from .pane import narrow
 from .profiles import executables
-from .registry import Mode
 from .sandbox import bwrap, landlock, pids, sbpl, seccomp
 from .sandbox.seatbelt import KEYCHAIN_CAPABILITY
 from .store import FIX, Store
@@ -203,12 +200,11 @@ def checks(tmux: Tmux, store_path: Path, env: dict, dry_runs: SeatbeltDryRuns | 
                       "; every profile denies this server's socket by each spelling, not the rest of its directory"))
     add("tmux socket dir", ok, detail, fix)
     add("config", *_config())
-    if not hostos.darwin():  # the bridge's Python in the jail and pidfds: Linux's proxy
+    if not hostos.darwin():  # pidfds: Linux's proxy
         ok, detail, needed = _proxy()
         add("egress proxy", ok, detail,
-            'without root: give strict modes another network, `isolated = "none"` and `verified = "none"` under '
-            "[network] in the config (or start with --network none); with root: sudo apt-get install -y python3 "
-            "(the in-jail bridge runs it)", required=needed)
+            'give strict modes another network: `isolated = "none"` and `verified = "none"` under '
+            "[network] in the config (or start with --network none), or upgrade to Linux 5.3+", required=needed)
     add("store", *_store(store_path))
     inst = host.own_install()
     add("install", not inst,
@@ -410,21 +406,17 @@ def _config() -> tuple[bool, str, str]:
 
 
 def _proxy() -> tuple[bool, str, bool]:
-    """Can a `proxy` jail start here (the default of strict modes)? Its bridge needs a Python
-    inside the jail, and the proxy needs pidfds to die with the jail. Required when the config
-    gives some mode `proxy`."""
+    """Can a `proxy` jail start here (the default of strict modes)? The proxy needs pidfds to die
+    with the jail. Required when the config gives some mode `proxy`."""
     try:
         needed = "proxy" in config.load(paths.get().config_file).network.values()
     except Exception:  # noqa: BLE001 - the config check reports it
         needed = True
-    python = netbridge.python_for_jail({"mode": Mode.isolated}, sys.executable)
-    if python is None:
-        return False, "no Python 3 a strict jail can run (/usr/bin/python3) for the proxy's bridge", needed
     try:
         os.close(os.pidfd_open(os.getpid()))
     except (OSError, AttributeError):
         return False, "this kernel has no pidfd_open (Linux 5.3+): the proxy could outlive its jail", needed
-    return True, f"per-session CONNECT proxy; the in-jail bridge runs {python}", needed
+    return True, "per-session CONNECT proxy, listening on each jail's own loopback", needed
 
 
 def _store(path: Path) -> tuple[bool, str, str]:

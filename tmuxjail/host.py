@@ -17,7 +17,6 @@ import tmuxjail
 
 from . import gitconfig, trust
 from .budget import USER_COUNTS
-from .net.bridge import is_bridge
 from .pane.command import is_launcher
 from .sandbox import HostLayout
 from .sandbox.bwrap import FIXED_PATHS, NAME, PRLIMIT, TOP_LINKS
@@ -609,17 +608,16 @@ def foreign_pane_process(pid: int) -> str | None:
 def jail_exec_started(sandbox_pid: int) -> bool:
     """True once the command inside the sandbox is running. bwrap reports its child's pid before
     that child has set the sandbox up, so the pid alone proves nothing: wait until a descendant
-    has exec'd something other than the steps before the command (bwrap, prlimit, the proxy's
-    bridge): setup succeeded, the bridge listens, and the CLI was exec'd. Until then, the caller's
-    own work after the start (store, tmux) would take the CPU the jail's last steps need."""
+    has exec'd something other than the steps before the command (bwrap, prlimit): setup
+    succeeded (under the proxy, bubblewrap runs the command only once the proxy listens inside),
+    and the CLI was exec'd. Until then, the caller's own work after the start (store, tmux) would
+    take the CPU the jail's last steps need."""
     todo = [sandbox_pid]
     while todo:
         pid = todo.pop()
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            if comm not in (NAME, os.path.basename(PRLIMIT)) and not (
-                    comm.startswith("python")
-                    and is_bridge(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0"))):
+            if comm not in (NAME, os.path.basename(PRLIMIT)):
                 return True
         except OSError:
             pass

@@ -153,7 +153,7 @@ def bare_command(dry: dict[str, Any], jail_home: Path, bare_home: Path,
     SSL_CERT_FILE, ...; TERM is the pane's, set by the caller) and the ones it sets, the jail's
     HOME replaced by a scratch one, a fresh id where the adapter put one (Claude's --session-id);
     and the directories under that HOME the environment names (the adapter makes them before a
-    jailed start). Only the proxy's variables, which the launcher adds for the jail's bridge, stay
+    jailed start). Only the proxy's variables, which the launcher adds for the jail's proxy, stay
     out: the bare pane has the host's network."""
     argv: list[str] = dry["sandbox_argv"]
     cmd = [str(uuid.uuid4()) if UUID.match(w) else w for w in argv[argv.index("--") + 1:]]

@@ -247,7 +247,7 @@ def test_environment_is_an_allowlist(world, mode):
     # The caller's locale passes (the suite also runs under LC_ALL=C: the newcomer tier).
     names -= {n for n in names if n in ("LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LANGUAGE")}
     # Under network proxy the launcher adds the proxy's variables (its own values, never the caller's).
-    from tmuxjail.net.bridge import PROXY_VARS
+    from tmuxjail.net.inside import PROXY_VARS
 
     names -= set(PROXY_VARS) if env.json("show", "j")["network"] == "proxy" else set()
     # NO_PROXY names only the jail's own loopback; INSIDE_TMUXJAIL lets tmuxjail say where it is

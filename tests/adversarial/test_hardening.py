@@ -553,7 +553,7 @@ def test_namespaces_are_the_jails_own(world, mode):
 def test_jail_dies_with_its_pane_process(world, mode):
     """Kill the pane's own process (bubblewrap, outside the jail's PID namespace) and the whole
     jail goes with it: nothing inside keeps running unwatched, and neither does the session's
-    proxy outside nor the bridge inside (strict modes are proxied by default)."""
+    proxy outside (strict modes are proxied by default)."""
     env = world
     naps = unique_naps(1)
     jail = Jail(env, mode)
@@ -562,11 +562,11 @@ def test_jail_dies_with_its_pane_process(world, mode):
     assert wait_until(lambda: len(running(naps)) == 1)
     pane_pid = int(env.tmux("display-message", "-p", "-t", jail.info["tmux_pane"], "#{pane_pid}").strip())
     assert Path(f"/proc/{pane_pid}/comm").read_text().strip() == "bwrap"
-    helpers = _proxy_and_bridge(pane_pid)
-    assert len(helpers) == 2, helpers
+    helpers = _proxy(pane_pid)
+    assert len(helpers) == 1, helpers
     os.kill(pane_pid, 9)
     assert wait_until(lambda: not running(naps)), "the jail outlived its pane's process"
-    assert wait_until(lambda: not [p for p in helpers if _running(p)]), "the proxy or bridge outlived the pane"
+    assert wait_until(lambda: not [p for p in helpers if _running(p)]), "the proxy outlived the pane"
 
 
 def _running(pid: int) -> bool:
@@ -577,8 +577,8 @@ def _running(pid: int) -> bool:
         return False
 
 
-def _proxy_and_bridge(pane_pid: int) -> list[int]:
-    """The session's proxy (the launcher's code, outside) and the bridge's relay (inside)."""
+def _proxy(pane_pid: int) -> list[int]:
+    """The session's proxy (the launcher's code, outside the jail)."""
     from conftest import descendants
 
     out = []
@@ -587,7 +587,7 @@ def _proxy_and_bridge(pane_pid: int) -> list[int]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(b"tmuxjail.pane.launch" in a for a in argv) or (b"python" in argv[0] and b"/run/tmuxjail/bridge.py" in argv):
+        if any(b"tmuxjail.pane.launch" in a for a in argv):
             out.append(pid)
     return out
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import descendants, wait_until
 from test_escapes import Jail
 
-from tmuxjail.net import bridge as netbridge
+from tmuxjail.net import inside
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")
@@ -152,7 +152,7 @@ def test_only_allowed_names_reach_an_upstream(jail_env, upstream, mode):
     targets = [f"{allowed}:{upstream.port}"] + ([f"{outside}:{upstream.port}"] if outside else [])
     out = attack(jail, targets)
     assert out["env"]["HTTPS_PROXY"] == out["env"]["https_proxy"] == "http://127.0.0.1:3128", out
-    assert out["env"]["NO_PROXY"] == out["env"]["no_proxy"] == netbridge.LOOPBACK, out  # the jail's own loopback
+    assert out["env"]["NO_PROXY"] == out["env"]["no_proxy"] == inside.LOOPBACK, out  # the jail's own loopback
     assert out[targets[0]] == ["HTTP/1.1 200 Connection established", upstream.token], out
     if outside:
         status, body = out[targets[1]]
@@ -308,12 +308,6 @@ def _proxies(env, jail_name: str) -> list[int]:
     return _launched(env, jail_name, b"tmuxjail.pane.launch")
 
 
-def _bridges(env, jail_name: str) -> list[int]:
-    """Pids of the in-jail bridge's relay (the process left running bridge.py; the other one
-    exec'd the CLI)."""
-    return _launched(env, jail_name, b"/run/tmuxjail/bridge.py", python=True)
-
-
 def _alive(pids) -> list[int]:
     out = []
     for p in pids:
@@ -329,14 +323,15 @@ def _alive(pids) -> list[int]:
 @pytest.mark.parametrize("mode", STRICT)
 def test_the_proxy_lives_exactly_as_long_as_the_jail(jail_env, upstream, mode, end):
     """Nothing is left running and nothing is left behind: a strict jail with its mode's default
-    network (proxy) has a proxy outside and a bridge inside, and both die with its pane on stop,
-    on kill-server, and when the CLI exits by itself; the proxy's socket goes with it."""
+    network (proxy) has one proxy, outside (listening on the jail's own loopback; nothing of it
+    runs inside), and it dies with its pane on stop, on kill-server, and when the CLI exits by
+    itself; the proxy's socket goes with it."""
     env = jail_env
     configure(env)
     jail = start(env, mode, default=True)
     assert jail.info["network"] == "proxy"
-    proxies, bridges = _proxies(env, "j"), _bridges(env, "j")
-    assert len(proxies) == 1 and len(bridges) == 1, (proxies, bridges)
+    proxies = _proxies(env, "j")
+    assert len(proxies) == 1, proxies
     net = env.state_dir / "net" / jail.info["id"]
     assert len(list(net.glob("proxy-*.sock"))) == 1, list(net.iterdir())
     target = f"{'api.github.com' if mode == 'verified' else 'up.test'}:{upstream.port}"
@@ -347,7 +342,7 @@ def test_the_proxy_lives_exactly_as_long_as_the_jail(jail_env, upstream, mode, e
         env.tmux("kill-server", check=False)
     else:
         env.tmux("send-keys", "-t", "=j:", "exit", "Enter")
-    everything = proxies + bridges
+    everything = proxies
     assert wait_until(lambda: not _alive(everything), timeout=20), (end, everything, [Path(f"/proc/{p}/status").read_text()[:300] for p in _alive(everything)])
     if end == "stop":  # stop returns once the socket is gone
         assert not list(net.glob("proxy-*.sock"))
@@ -416,7 +411,7 @@ def test_another_sessions_proxy_is_out_of_reach(jail_env, upstream, mode):
     out = json.loads(mine.sh(OTHER % dict(paths=socks), timeout=60))
     assert all(out[p] != "connected" for p in socks), out
     if mode != "compatibility":
-        assert out["own"] == ["bridge.py", "proxy.sock"], out
+        assert out["own"] is None, out  # nothing of the proxy is bound into the jail
 
 
 def _ip(*args, check=True):
@@ -512,11 +507,11 @@ exec sleep 600
 
 
 @pytest.mark.parametrize("mode", STRICT)
-def test_a_clis_first_action_goes_out_through_the_bridge(jail_env, upstream, mode):
-    """The bridge execs the CLI as soon as its ports listen and sets its relay up beside it, on
-    built-in modules only (issue 18.5): a CLI whose very first action is a CONNECT through the
-    bridge, once and without a retry, reaches its upstream and reads its answer to the end (both
-    directions and the close through the relay)."""
+def test_a_clis_first_action_goes_out_through_the_proxy(jail_env, upstream, mode):
+    """bubblewrap runs the CLI only once the proxy listens on the jail's own loopback
+    (--block-fd): a CLI whose very first action is a CONNECT through the proxy, once and without
+    a retry, reaches its upstream and reads its answer to the end (both directions and the
+    close)."""
     env = jail_env
     configure(env)
     target = f"{'api.github.com' if mode == 'verified' else 'up.test'}:{upstream.port}"

@@ -291,7 +291,7 @@ def test_doctor_checks_what_start_needs(jail_env):
     assert str(env.config_dir / "config.toml") in names["config"]["detail"]
     # Strict modes default to the proxy: doctor says whether it can run here, and requires it.
     assert names["egress proxy"]["ok"] and names["egress proxy"]["required"], names["egress proxy"]
-    assert "bridge runs /" in names["egress proxy"]["detail"]
+    assert "listening on each jail's own loopback" in names["egress proxy"]["detail"]
     env.vars["HOME"] = "/nonexistent"
     doc = json.loads(env.run("doctor", "--json").stdout)
     home = next(c for c in doc["checks"] if c["check"] == "home")

@@ -101,7 +101,7 @@ def test_bare_command_mirrors_the_jail_with_a_scratch_home(tmp_path):
 def test_the_bare_pane_gets_the_variables_the_jail_passes_through(tmp_path):
     """Both sides run with the same environment: what the policy passes through (env_names, as a
     start takes it from the caller) and what it sets; the caller's other variables, TERM (the
-    pane's, set by the part) and the proxy's (the jail's bridge) stay out."""
+    pane's, set by the part) and the proxy's stay out."""
     jail_home, bare_home = Path("/h/me"), tmp_path / "bare"
     dry = {"sandbox_argv": ["bwrap", "--", "/opt/codex"], "env_names": ["HOME", "LANG", "LC_ALL", "SSL_CERT_FILE", "TERM"],
            "policy": {"env_set": [["HOME", "/h/me"], ["PATH", "/usr/bin:/bin"]]}}

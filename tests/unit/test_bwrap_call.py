@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tmuxjail.canon import loads
-from tmuxjail.net import bridge as netbridge
 from tmuxjail.sandbox import HostLayout
 from tmuxjail.sandbox.bwrap import BIND_FD, Bwrap, agent_roots
 from tmuxjail.subpath import inside
@@ -62,9 +61,8 @@ def test_the_spec_form_is_json_and_compares_equal_after_the_round_trip(case):
 
 # -- the launcher's steps on the call, against its old steps on the flat argv ---------------------
 # The reference below is the launcher as it was before the call was structured (pane/binds.py's
-# walk with its arity table, executable.exe_binds before `--`, net/bridge.wire after
-# bwrap.seal_start's backwards scan), kept here only to pin that the argv bubblewrap receives
-# is the same, fds, executables' binds and the proxy's bridge included.
+# walk with its arity table, executable.exe_binds before `--`), kept here only to pin that the
+# argv bubblewrap receives is the same, fds and executables' binds included.
 
 _ARITY = {**dict.fromkeys(("--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                            "--unshare-cgroup-try", "--unshare-net", "--disable-userns"), 0),
@@ -88,17 +86,6 @@ def _old_fd_binds(args, policy, open_beneath):
     return out + args[i:]
 
 
-def _old_wire(args, policy, sock_host, python, code_fd):
-    i = k = args.index("--")
-    while k >= 2 and args[k - 2] in ("--remount-ro", "--chdir"):
-        k -= 2
-    opts, sealing, cmd = args[:k], args[k:i], args[i + 1:]
-    sock, code = netbridge.jail_paths(policy, sock_host)
-    j = cmd.index("--") + 1
-    return [*opts, "--ro-bind", sock_host, sock, "--ro-bind-data", str(code_fd), code, *sealing,
-            "--", *cmd[:j], *netbridge.command(python, code, sock, cmd[j:])]
-
-
 def _fake_open():
     """Stands in for binds.open_beneath, the same for both: an fd number per call, and a missing
     file for every optional source of odd length (so -try binds are dropped too)."""
@@ -112,23 +99,17 @@ def test_the_launchers_argv_is_the_one_its_old_reparse_gave(case, monkeypatch):
 
     pol, layout = case["policy"], _layout(case["layout"])
     exe = [] if pol["mode"] == "compatibility" else [(pol["executable"]["path"], "sha256:x", 77, [])]
-    proxied = pol.get("network") == "proxy"
-    sock_host = "/state/net/s/proxy-1.sock"
 
     old = Bwrap("/usr/bin/bwrap").wrap(pol, CLI, layout)
     bwrap, *rest = old
     rest = _old_fd_binds(rest, pol, _fake_open())
     at = rest.index("--")
     rest = [*rest[:at], *[a for path, _, fd, _ in exe for a in ("--ro-bind-fd", str(fd), path)], *rest[at:]]
-    if proxied:
-        rest = _old_wire(rest, pol, sock_host, "/usr/bin/python3", 9)
     expected = [bwrap, "--seccomp", "5", "--json-status-fd", "6", *rest]
 
     monkeypatch.setattr(binds, "open_beneath", _fake_open())
     call = Bwrap("/usr/bin/bwrap").call(pol, CLI, layout)
     fds = binds.fd_binds(call)
     executable.exe_binds(call, exe)
-    if proxied:
-        netbridge.wire(call, pol, sock_host, "/usr/bin/python3", 9)
     assert call.argv("--seccomp", "5", "--json-status-fd", "6") == expected
     assert fds == [int(a) for i, a in enumerate(expected) if expected[i - 1] in ("--bind-fd", "--ro-bind-fd") and a != "77"]

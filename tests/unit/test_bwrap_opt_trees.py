@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tmuxjail.net import bridge as netbridge
 from tmuxjail.sandbox.bwrap import opt_trees
 
 
@@ -29,12 +28,3 @@ def test_the_jail_gets_the_top_level_opt_trees_of_its_cli(policy, want):
 
 def test_no_policy_fields_means_no_tree():
     assert opt_trees({"mode": "isolated"}) == ()
-
-
-def test_the_bridge_runs_an_opt_interpreter_only_when_its_tree_is_in_the_jail(monkeypatch):
-    """A launcher interpreter under /opt is used for the bridge only if the jail gets its tree."""
-    monkeypatch.setattr(netbridge.os.path, "realpath", lambda p: p)
-    monkeypatch.setattr(netbridge.os, "access", lambda p, m: True)
-    own = "/opt/py/bin/python3"
-    assert netbridge.python_for_jail(pol("/opt/py/x", ("/opt/py",)), own) == own
-    assert netbridge.python_for_jail(pol("/opt/codex/x", ("/opt/codex",)), own) != own

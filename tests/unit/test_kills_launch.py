@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,7 +118,7 @@ def _helper(ready_bytes: bytes) -> pane_helper.Helper:
     os.write(w, ready_bytes)
     os.close(w)
     # The helper already reaped (store_holds did, when a discovery run's proxy detached from it).
-    return pane_helper.Helper(_reaped_child(), -1, -1, r, -1)
+    return pane_helper.Helper(_reaped_child(), -1, -1, r, -1, -1, -1)
 
 
 def test_the_proxy_socket_is_taken_from_a_helper_that_was_already_reaped():
@@ -259,7 +260,7 @@ def test_the_helper_without_a_proxy_leaves_the_pane_and_joins_no_group(tmp_path)
         _store_r, store_w = os.pipe()
         os.write(ask_w, json.dumps(req).encode())
         os.close(ask_w)
-        pane_helper.helper(os.getppid(), ask_r, store_w, -1, -1)
+        pane_helper.helper(os.getppid(), ask_r, store_w, -1, -1, -1, -1)
         still_open = [fd for fd in (0, 1, 2) if _is_open(fd)]
         with open("/proc/self/cgroup") as f:
             cgroup = f.read()
@@ -480,16 +481,23 @@ def test_a_root_run_proxy_that_cannot_join_the_jails_pids_group_still_serves(tmp
     os.write(ask_w, json.dumps(req).encode())
     os.close(ask_w)
     os.close(go_w)  # the launcher has exec'd
+    # bubblewrap's report of its child: here a process in a network namespace of its own
+    jail = subprocess.Popen(["unshare", "-rn", "sleep", "60"])
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    os.write(info_w, json.dumps({"child-pid": jail.pid}).encode())
+    os.close(info_w)
     pid = os.fork()
     if pid == 0:
         try:
             os.close(ready_r)
             os.close(store_r)
-            pane_helper.helper(launcher, ask_r, store_w, ready_w, go_r)
+            os.close(block_r)
+            pane_helper.helper(launcher, ask_r, store_w, ready_w, go_r, info_r, block_w)
         finally:
             os._exit(0)
     try:
-        for fd in (ask_r, store_w, ready_w, go_r):
+        for fd in (ask_r, store_w, ready_w, go_r, info_r, block_w):
             os.close(fd)
         with no_hang(30):
             line = os.read(ready_r, 4096).decode().strip()
@@ -510,11 +518,15 @@ def test_a_root_run_proxy_that_cannot_join_the_jails_pids_group_still_serves(tmp
                     time.sleep(0.1)
             c.close()
         assert answered.startswith(b"HTTP/1."), answered
+        assert os.read(block_r, 1) == b"1"  # bubblewrap would now run the command
     finally:
         os.kill(pid, signal.SIGTERM)
         os.waitpid(pid, 0)
+        jail.kill()
+        jail.wait()
         os.close(ready_r)
         os.close(store_r)
+        os.close(block_r)
         from tmuxjail.sandbox import pids
 
         found = pids.hierarchy()

@@ -63,7 +63,6 @@ LITERALS_ALLOWED = {
     "tmuxjail/pane/spec.py": "the launch spec",
     "tmuxjail/pane/darwin.py": "the launcher's macOS path",
     "tmuxjail/sandbox/bwrap.py": "rebuilt by the launcher",
-    "tmuxjail/net/bridge.py": "the launcher's bridge",
     # net/ reads the mode from session JSON and the store's rows, and is stdlib only like the pane.
     "tmuxjail/net/log.py": "session JSON",
     "tmuxjail/net/policy.py": "a stored session's mode (config.restore_network)",

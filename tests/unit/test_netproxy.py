@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -15,8 +16,8 @@ import time
 
 import pytest
 
-from tmuxjail.net import bridge as netbridge
 from tmuxjail.net import check as netcheck
+from tmuxjail.net import inside
 from tmuxjail.net import proxy as netproxy
 
 A = ipaddress.ip_address
@@ -386,25 +387,10 @@ def test_head_size_is_bounded(tmp_path, no_dns):
     assert c.recv(64).startswith(b"HTTP/1.1 431")
 
 
-def test_bridge_wiring_is_after_the_process_limit_and_binds_the_socket():
-    from tmuxjail.sandbox.bwrap import Call
-
-    pol = {"mode": "isolated"}
-    call = Call("/usr/bin/bwrap")
-    call.setup, call.seal = [("--unshare-net",)], [("--remount-ro", "/"), ("--chdir", "/w")]
-    call.prefix, call.command = ["/usr/bin/prlimit", "--nproc=10", "--"], ["/bin/cli", "-x"]
-    netbridge.wire(call, pol, "/state/net/s/proxy-1.sock", "/usr/bin/python3", 9)
-    out = call.argv()[1:]
-    i = out.index("--")
-    # before the closing --remount-ro/--chdir steps (Call.seal): their mount points are made there
-    assert out[:i] == ["--unshare-net", "--ro-bind", "/state/net/s/proxy-1.sock", netbridge.SOCKET,
-                       "--ro-bind-data", "9", "/run/tmuxjail/bridge.py", "--remount-ro", "/", "--chdir", "/w"]
-    assert out[i + 1:i + 4] == ["/usr/bin/prlimit", "--nproc=10", "--"]
-    assert out[i + 4:] == ["/usr/bin/python3", "-I", "-S", "/run/tmuxjail/bridge.py", netbridge.SOCKET, "3128", "--",
-                           "/bin/cli", "-x"]
-    env = netbridge.env({"NO_PROXY": "*", "no_proxy": "x", "A": "1"})
-    assert env["NO_PROXY"] == env["no_proxy"] == netbridge.LOOPBACK and env["ALL_PROXY"] == "http://127.0.0.1:3128"
-    assert env["A"] == "1" and "*" not in netbridge.LOOPBACK.split(",")
+def test_the_jails_proxy_variables_name_its_own_loopback_port():
+    env = inside.env({"NO_PROXY": "*", "no_proxy": "x", "A": "1"})
+    assert env["NO_PROXY"] == env["no_proxy"] == inside.LOOPBACK and env["ALL_PROXY"] == "http://127.0.0.1:3128"
+    assert env["A"] == "1" and "*" not in inside.LOOPBACK.split(",")
 
 
 def test_show_network_rechecks_every_row(tmp_path):
@@ -440,55 +426,6 @@ def _until(cond, timeout=10.0) -> bool:
             return True
         time.sleep(0.02)
     return cond()
-
-
-def test_the_bridge_relay_dies_with_its_command_even_outside_a_jail(tmp_path):
-    """The bridge forks a relay and execs the command; the relay must not outlive it where no
-    PID namespace ends it (bench/network.py runs it so). Port 0: no fixed port on this host."""
-    code = tmp_path / "bridge.py"
-    code.write_text(netbridge.BRIDGE)
-    go, kids = tmp_path / "go", tmp_path / "kids"
-    # The command (the bridge's first process, exec'd) writes its children with shell builtins
-    # only (no fork of its own): the relay is the one child.
-    script = f'read -r k < /proc/$$/task/$$/children; echo "$k" > "{kids}.tmp"; mv "{kids}.tmp" "{kids}"; ' \
-             f'while [ ! -e "{go}" ]; do sleep 0.02; done'
-    p = subprocess.Popen(["python3", "-I", "-S", str(code), str(tmp_path / "none.sock"), "0", "--", "sh", "-c", script],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    relay = None
-    try:
-        assert _until(kids.exists)
-        (relay,) = map(int, kids.read_text().split())
-        with open(f"/proc/{relay}/cmdline", "rb") as f:
-            assert b"bridge.py" in f.read()
-        assert _running(relay)  # the control: it serves while the command runs
-        go.write_text("")
-        assert p.wait(timeout=10) == 0
-        assert _until(lambda: not _running(relay)), "the bridge's relay outlived its command"
-    finally:
-        p.kill()
-        p.wait()
-        if relay and _running(relay):
-            os.kill(relay, 9)
-
-
-def _python_modules(argv: list[str]) -> set[str]:
-    """The modules written in Python a `python3 -I -S ARGV` loads (-v names each import's loader):
-    not those built into the interpreter, frozen in it or compiled (_socket, select: C)."""
-    p = subprocess.run(["python3", "-I", "-S", "-v", *argv], capture_output=True, text=True, timeout=30)
-    return {line.split("'")[1] for line in p.stderr.splitlines()
-            if line.startswith("import '") and ("SourceFileLoader" in line or "SourcelessFileLoader" in line)}
-
-
-def test_the_bridge_runs_its_command_on_built_in_modules_only(tmp_path):
-    """The bridge stands between bwrap and the CLI on every proxied start: up to the CLI's exec
-    (and in the relay it forks beside it, up to its stderr going to /dev/null) it loads no module
-    written in Python beyond the interpreter's own start-up: no socket.py, threading.py and what
-    they pull in (~10 ms, more on a busy machine, before the CLI can draw). Port 0: no fixed port."""
-    code = tmp_path / "bridge.py"
-    code.write_text(netbridge.BRIDGE)
-    startup = _python_modules(["-c", "pass"])
-    assert "encodings" in startup  # the control: -v shows them
-    assert _python_modules([str(code), str(tmp_path / "none.sock"), "0", "--", "/bin/true"]) == startup
 
 
 def test_a_proxy_socket_is_removed_only_once_its_proxy_is_gone(tmp_path):
@@ -580,34 +517,62 @@ sys.exit(0 if back == hashlib.sha256(data).hexdigest().encode() + data else 1)
 """
 
 
-def test_the_bridge_relay_carries_a_large_transfer_byte_exact_and_passes_half_close_on(tmp_path):
-    """The in-jail bridge in a network namespace of its own (bwrap --unshare-net): a client sends
-    20 MB and half-closes; the proxy's stand-in reads to EOF and only then answers (a digest and
-    the bytes back), so both directions and the half-close go through the bridge's relay."""
+def _jail(tmp_path, *command: str):
+    """bwrap with a network namespace of its own, its child's pid on --info-fd, the command held
+    on --block-fd: the launcher's wiring for a proxied jail."""
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    p = subprocess.Popen(["bwrap", "--dev-bind", "/", "/", "--unshare-user", "--unshare-net", "--die-with-parent",
+                          "--info-fd", str(info_w), "--block-fd", str(block_r), *command],
+                         pass_fds=(info_w, block_r), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(info_w)
+    os.close(block_r)
+    return p, info_r, block_w
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_listeners_made_from_outside_on_the_jails_loopback_carry_a_large_transfer_and_half_close(tmp_path):
+    """net/listen.jail_listeners: sockets on the jail's own 127.0.0.1:PORT, made by a child that
+    joins the jail's namespaces, served by this process, which stays in its own. A client inside
+    sends 20 MB and half-closes; this side reads to EOF and only then answers (a digest and the
+    bytes back): both directions and the half-close reach the jail. The command runs only after
+    the listeners exist (--block-fd), so its first connect never races them."""
     import hashlib
 
-    code, client = tmp_path / "bridge.py", tmp_path / "client.py"
-    code.write_text(netbridge.BRIDGE)
-    client.write_text(ECHO_CLIENT)
-    path = str(tmp_path / "proxy.sock")
-    srv = socket.socket(socket.AF_UNIX)
-    srv.bind(path)
-    srv.listen(1)
-    srv.settimeout(60)
+    from tmuxjail.net import listen as netlisten
 
-    def stand_in():
+    client = tmp_path / "client.py"
+    client.write_text(ECHO_CLIENT)
+    own_net = os.stat("/proc/self/ns/net").st_ino
+    p, info, block = _jail(tmp_path, "python3", "-I", "-S", str(client), str(BIG))
+    try:
+        listeners = netlisten.jail_listeners(netlisten.child_pid(info), inside.PORT)
+        assert os.stat("/proc/self/ns/net").st_ino == own_net  # this process never left its own
+        assert [s.getsockname()[0] for s in listeners][:1] == ["127.0.0.1"]
+        os.write(block, b"1")
+        os.close(block)
+        srv = socket.socket(fileno=listeners[0].detach())
+        srv.settimeout(60)
         c, _ = srv.accept()
         with c:
             got = bytearray()
             while chunk := c.recv(1 << 20):
                 got += chunk
             c.sendall(hashlib.sha256(got).hexdigest().encode() + bytes(got))
-    threading.Thread(target=stand_in, daemon=True).start()
-    p = subprocess.run(["bwrap", "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent",
-                        "python3", "-I", "-S", str(code), path, str(netbridge.PORT), "--",
-                        "python3", "-I", "-S", str(client), str(BIG)], capture_output=True, text=True, timeout=120)
-    srv.close()
-    assert p.returncode == 0, p.stderr[-400:]
+        assert p.wait(timeout=120) == 0, p.stderr.read()[-400:]
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_no_listener_is_made_in_the_hosts_own_network_namespace():
+    """A pid whose network namespace is this process's own (no jail around it) gets no listener:
+    the proxy would otherwise listen on the host's loopback for anyone."""
+    from tmuxjail.net import listen as netlisten
+
+    with pytest.raises(OSError, match="no network namespace of its own"):
+        netlisten.jail_listeners(os.getpid(), 0)
 
 
 # -- the records (issue 27.3) ------------------------------------------------------------------------

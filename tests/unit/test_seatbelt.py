@@ -754,6 +754,7 @@ def test_available_only_with_sandbox_exec(monkeypatch):
     monkeypatch.setattr(seatbelt.os, "access", lambda p, m: False)
     assert "sandbox-exec" in Seatbelt().available()
     monkeypatch.setattr(seatbelt.os, "access", lambda p, m: p == "/usr/bin/sandbox-exec")
+    monkeypatch.setattr(seatbelt.os.path, "isfile", lambda p: p == "/usr/bin/sandbox-exec")
     assert Seatbelt().available() is None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # signal itself imports enum
 import _socket
 import os
+import sys
 import time
 
 from .. import hostos
@@ -120,6 +121,99 @@ def watch_exit(pid: int) -> int:
 
 
 _KEEP: list[object] = []
+
+
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1)
+IP_FREEBIND, IPV6_FREEBIND = 15, 78
+
+
+def child_pid(info: int) -> int:
+    """The pid of bubblewrap's child, from bwrap's --info-fd ({"child-pid": N}); OSError when
+    bwrap ended before it said (the launch failed there)."""
+    data = b""
+    while b"}" not in data:
+        chunk = os.read(info, 4096)
+        if not chunk:
+            raise OSError("bubblewrap exited before it started the jail")
+        data += chunk
+    os.close(info)
+    _, _, rest = data.partition(b'"child-pid":')
+    digits = rest.strip().split(b"}")[0].split(b",")[0].strip()
+    if not digits.isdigit():
+        raise OSError(f"bubblewrap's info is not a child pid: {data[:80]!r}")
+    return int(digits)
+
+
+def jail_listeners(pid: int, port: int) -> list[_socket.socket]:
+    """Listening sockets on 127.0.0.1:port (and [::1]:port where the jail has IPv6) inside the
+    network namespace of bubblewrap's child `pid`: the jail's own loopback, where its proxy
+    variables point. A short-lived child joins that namespace (and the jail's user namespace
+    first, when it is not ours: an unprivileged user owns it) and hands the sockets back over a
+    socketpair; this process never leaves its own namespaces, so the proxy's upstream connections
+    are the host's. IP_FREEBIND: the jail's loopback may not be up yet when they bind."""
+    import fcntl
+
+    from ..sandbox import libc
+
+    net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    if os.fstat(net).st_ino == os.stat("/proc/self/ns/net").st_ino:
+        os.close(net)
+        raise OSError("the jail has no network namespace of its own")
+    # The user namespace that owns it (ioctl NS_GET_USERNS), which is not always the one the
+    # child is in: a root-run bubblewrap makes its user namespace after the others.
+    user = fcntl.ioctl(net, NS_GET_USERNS)
+    join_user = os.fstat(user).st_ino != os.stat("/proc/self/ns/user").st_ino
+    ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    kid = os.fork()
+    if kid == 0:
+        try:
+            ours.close()
+            if join_user and libc.setns(user, CLONE_NEWUSER) != 0:
+                raise OSError(f"cannot join the jail's user namespace: {os.strerror(libc.get_errno())}")
+            if libc.setns(net, CLONE_NEWNET) != 0:
+                raise OSError(f"cannot join the jail's network namespace: {os.strerror(libc.get_errno())}")
+            made = [_listen(_socket.AF_INET, "127.0.0.1", port, IP_FREEBIND)]
+            try:
+                made.append(_listen(_socket.AF_INET6, "::1", port, IPV6_FREEBIND))
+            except OSError:
+                pass  # no IPv6 in the jail: 127.0.0.1 only
+            fds = b"".join(s.fileno().to_bytes(4, sys.byteorder) for s in made)
+            theirs.sendmsg([b"="], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        except BaseException as exc:  # noqa: BLE001 - told to the proxy, which stops the jail
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            try:
+                theirs.sendmsg([("!" + why).encode()[:200]])
+            except OSError:
+                pass
+        finally:
+            os._exit(0)
+    theirs.close()
+    for fd in (net, user):
+        os.close(fd)
+    msg, cmsgs, _, _ = ours.recvmsg(256, _socket.CMSG_SPACE(8))
+    ours.close()
+    os.waitpid(kid, 0)
+    got = [int.from_bytes(data[i:i + 4], sys.byteorder)
+           for level, kind, data in cmsgs if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+           for i in range(0, len(data) - len(data) % 4, 4)]
+    if msg != b"=" or not got:
+        for fd in got:
+            os.close(fd)
+        raise OSError(msg[1:].decode(errors="replace") or "the namespace helper exited")
+    return [_socket.socket(fileno=fd) for fd in got]
+
+
+def _listen(family: int, host: str, port: int, freebind: int) -> _socket.socket:
+    s = _socket.socket(family, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    if family == _socket.AF_INET6:
+        s.setsockopt(_socket.IPPROTO_IPV6, _socket.IPV6_V6ONLY, 1)
+        s.setsockopt(_socket.IPPROTO_IPV6, freebind, 1)
+    else:
+        s.setsockopt(_socket.IPPROTO_IP, freebind, 1)
+    s.bind((host, port))
+    s.listen(128)
+    return s
 
 
 def exit_removing(path: str) -> NoReturn:

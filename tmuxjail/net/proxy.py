@@ -178,8 +178,15 @@ class Proxy:
             time.sleep(-tokens / REFUSALS_PER_S)
 
     # -- serving ---------------------------------------------------------------------------------
-    def serve(self, listener: socket.socket) -> None:
+    def serve(self, *listeners: socket.socket) -> None:
+        """Accept on every listener (the jail's loopback, IPv4 and IPv6; the unix socket), one
+        thread each but the first, which is this one."""
         threading.Thread(target=self.rec.flusher, daemon=True).start()
+        for listener in listeners[1:]:
+            threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        self._accept(listeners[0])
+
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
                 conn, _ = listener.accept()
@@ -422,11 +429,13 @@ def _exit_on_sigterm(leave) -> None:
     leave()
 
 
-def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False) -> NoReturn:
+def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False,
+        jail: list | tuple = ()) -> NoReturn:
     """The proxy process of one jailed pane, forked by the launcher (`parent`, which execs bwrap
     next, or strace in front of it), once netlisten.begin() listens and has told the launcher so:
     serves until `parent` exits; it watches a pidfd of it (`early`). detach: this is the
-    grandchild of a discovery run (see begin)."""
+    grandchild of a discovery run (see begin). jail: its listeners on the jail's own loopback
+    (netlisten.jail_listeners), where the jail's proxy variables point."""
     import ctypes
     import signal
 
@@ -455,10 +464,11 @@ def run(policy: dict, early: netlisten.Early, parent: int, detach: bool = False)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         threading.Thread(target=_exit_on_sigterm, args=(leave,), daemon=True).start()
         threading.Thread(target=_exit_when_readable, args=(watch, leave), daemon=True).start()
-        keep = sorted((listener.fileno(), watch))
+        inside = [socket.socket(fileno=s.detach()) for s in jail]
+        keep = sorted((listener.fileno(), watch, *(s.fileno() for s in inside)))
         for lo, hi in itertools.pairwise([2, *keep, 65536]):
             os.closerange(lo + 1, hi)
         os.chdir("/")
-        proxy.serve(listener)
+        proxy.serve(*inside, listener)
     finally:
         _exit(path)

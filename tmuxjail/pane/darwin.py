@@ -51,11 +51,11 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
     if policy.get("mode") != "compatibility" and (tmp := session_tmp(spec.get("tmp_base"))) is not None:
         fields.update(session_tmp=tmp, realpaths={**fields.get("realpaths", {}), tmp: os.path.realpath(tmp)})
     if proxied:
-        from ..net import bridge as netbridge
+        from ..net import inside
 
         port = tcp_port(proxy_ready(helper))
         fields["proxy_port"] = port
-        env = netbridge.env(env, port)
+        env = inside.env(env, port)
     try:
         given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
         layout = HostLayout(**given)

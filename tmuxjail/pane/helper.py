@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from .. import hostos
 from .narrow import pids_group
 from .refuse import EXIT_REFUSED, EXIT_UNAVAILABLE, die
 
@@ -46,10 +47,13 @@ class Helper:
     the request it writes (ask_helper), the answers (the store's; the proxy's socket, -1 without
     the proxy), and the go pipe the proxy waits on (closed by this process's exec)."""
 
-    __slots__ = ("ask", "go", "pid", "ready", "store")
+    __slots__ = ("ask", "block", "go", "info", "pid", "ready", "store")
 
-    def __init__(self, pid: int, ask: int, store: int, ready: int, go: int) -> None:
+    def __init__(self, pid: int, ask: int, store: int, ready: int, go: int, info: int, block: int) -> None:
         self.pid, self.ask, self.store, self.ready, self.go = pid, ask, store, ready, go
+        # bubblewrap's --info-fd (it tells the proxy its child's pid) and --block-fd (it runs the
+        # command once the proxy listens inside the jail's network namespace): -1 without the proxy.
+        self.info, self.block = info, block
 
 
 def start_helper() -> Helper:
@@ -66,18 +70,20 @@ def start_helper() -> Helper:
     store_r, store_w = os.pipe()
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()  # go_w: this process's only
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         try:  # whatever happens, this child never returns into the launcher
-            for fd in (ask_w, store_r, ready_r, go_w):
+            for fd in (ask_w, store_r, ready_r, go_w, info_w, block_r):
                 os.close(fd)
-            helper(parent, ask_r, store_w, ready_w, go_r)
+            helper(parent, ask_r, store_w, ready_w, go_r, info_r, block_w)
         finally:
             os._exit(0)
-    for fd in (ask_r, store_w, ready_w, go_r):
+    for fd in (ask_r, store_w, ready_w, go_r, info_r, block_w):
         os.close(fd)
-    return Helper(pid, ask_w, store_r, ready_r, go_w)
+    return Helper(pid, ask_w, store_r, ready_r, go_w, info_w, block_r)
 
 
 def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], proxied: bool,
@@ -98,12 +104,16 @@ def ask_helper(helper: Helper, spec: dict[str, Any], policy: dict[str, Any], pro
     except BrokenPipeError:
         pass  # the helper is gone: its store check gives no answer, which refuses (store_holds)
     os.close(helper.ask)
+    if not proxied or hostos.darwin():  # (macOS: no bubblewrap; its proxy listens on loopback TCP)
+        os.close(helper.info)
+        os.close(helper.block)
+        helper.info = helper.block = -1
     if not proxied:
         os.close(helper.ready)
         helper.ready = -1
 
 
-def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
+def helper(parent: int, ask: int, store: int, ready: int, go: int, info: int, block: int) -> None:
     """The helper child's work (start_helper)."""
     import _sqlite3  # now, while the launcher reads its spec; stored_fingerprint uses it
 
@@ -118,6 +128,7 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
     req = loads(data)
     assert isinstance(req, dict)
     early: Early | None = None
+    err = -1
     try:
         fp, digests = stored_fingerprint(req["store"], req["session_id"], req.get("files"))
         answer = ("=" + fp) if isinstance(fp, str) else "-"
@@ -130,7 +141,12 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         if req["proxy"] is not None:
             from ..net import listen as netlisten
 
+            err = os.dup(2)  # the pane's terminal, for why the proxy stops the jail (inside_jail)
             early = netlisten.begin(req["store"], req["session_id"], parent, ready, req["detach"])
+        else:
+            for fd in (info, block):
+                if fd >= 0:
+                    os.close(fd)
         if os.getuid() == 0:
             from ..sandbox import pids
 
@@ -151,12 +167,43 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int) -> None:
         os.close(go)
         if netlisten.ended(early[2], 0.01):
             return
+        jail = [] if hostos.darwin() else inside_jail(info, block, err)
+        os.close(err)
+        if jail is None:
+            return
         from ..net import proxy as netproxy
 
-        netproxy.run(req["proxy"], early, parent, req["detach"])
+        netproxy.run(req["proxy"], early, parent, req["detach"], jail)
     finally:
         if early is not None:
             netlisten.exit_removing(early[1])  # (imported: early is its)
+
+
+def inside_jail(info: int, block: int, err: int) -> list[Any] | None:
+    """The proxy's listeners on the jail's own loopback (netlisten.jail_listeners), made once
+    bubblewrap has said its child's pid; then bubblewrap may run the command (block). If they
+    cannot be made, the jail is stopped before its command runs, the pane says why, and None."""
+    from ..net import listen as netlisten
+    from ..net.inside import PORT
+
+    pid = None
+    try:
+        pid = netlisten.child_pid(info)
+        listeners = netlisten.jail_listeners(pid, PORT)
+        os.write(block, b"1")
+        os.close(block)
+        return listeners
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        try:
+            os.write(err, f"tmuxjail: cannot open the session's proxy inside the jail: {why}; stopping it\n".encode())
+        except OSError:
+            pass
+        if pid is not None:
+            import signal
+
+            os.kill(pid, signal.SIGKILL)  # the jail's first process: bubblewrap ends with it
+        return None
 
 
 def store_holds(helper: Helper, expected: str) -> list[str]:

@@ -57,15 +57,6 @@ def main(argv: list[str]) -> None:
     # (store_holds). The proxy starts before it: it serves nobody until bwrap runs, and ends with
     # this process if the answer is no.
     proxied = policy.get("network") == "proxy" and policy.get("backend") != "none"
-    python = ""
-    if proxied:
-        from ..net import bridge as netbridge
-
-        found = netbridge.python_for_jail(policy, sys.executable)
-        if found is None:
-            die("network proxy needs a Python 3 inside the jail for its bridge (/usr/bin/python3); "
-                "install python3, or start with --network none", EXIT_UNAVAILABLE)
-        python = found
     # What the policy's identity names (the CLI, its interpreter) is opened now, once: the jail
     # runs these very files (exe_binds), checked against the fingerprinted digests (exe_checked).
     exe = open_executables(policy) if spec.get("sandboxed", True) and policy.get("mode") != "compatibility" else []
@@ -82,9 +73,9 @@ def main(argv: list[str]) -> None:
         # compatibility-unguarded: the operator opted in to running without bubblewrap.
         exec_closing(spec["argv"], env, keep=())
     if proxied:
-        from ..net import bridge as netbridge
+        from ..net import inside
 
-        env = netbridge.env(env)
+        env = inside.env(env)
     own_session_keyring()
     if os.getuid() == 0:
         root_process_limit(policy, str(spec["session_id"]))
@@ -101,18 +92,18 @@ def main(argv: list[str]) -> None:
     exe_checked(exe, store_holds(helper, expected))
     exe_binds(call, exe)
     bind_fds += [fd for _, _, fd, _ in exe]
+    # The proxy listens on the jail's own loopback once bubblewrap says its child's pid (--info-fd);
+    # bubblewrap runs the command only after that (--block-fd): the CLI's first request finds it.
+    proxy = ("--info-fd", str(helper.info), "--block-fd", str(helper.block)) if proxied else ()
     if proxied:
-        code = os.memfd_create("tmuxjail-bridge", 0)
-        os.write(code, netbridge.BRIDGE.encode())
-        os.lseek(code, 0, os.SEEK_SET)
-        netbridge.wire(call, policy, proxy_ready(helper), python, code)
-        bind_fds.append(code)
+        proxy_ready(helper)  # refuses the launch if the proxy cannot start
+        bind_fds += [helper.info, helper.block]
     keep: tuple[int, ...] = (seccomp, os.open(spec["status_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
                              *bind_fds)
     if spec.get("trace") is not None:
         TRACE_HEAD[:] = traced(spec)
     exe_unchanged(exe)
-    exec_closing(call.argv("--seccomp", str(keep[0]), "--json-status-fd", str(keep[1])), env, keep)
+    exec_closing(call.argv("--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *proxy), env, keep)
 
 
 def traced(spec: dict[str, Any]) -> list[str]:

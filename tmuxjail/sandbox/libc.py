@@ -47,4 +47,5 @@ syscall = _function("syscall")
 prctl = _function("prctl")
 unshare = _function("unshare")
 mount = _function("mount")
+setns = _function("setns")
 get_errno: Callable[[], int] = _ctypes.get_errno

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..subpath import inside
+
 
 class ParseError(ValueError):
     pass
@@ -175,8 +177,7 @@ class Request:
 
 
 def _under(path: str, root: str) -> bool:
-    root = root.rstrip("/")
-    return path == root or path.startswith(root + "/") or root == ""
+    return root.rstrip("/") == "" or inside(path, root.rstrip("/"))
 
 
 class Profile:
