@@ -25,6 +25,7 @@ import tmuxjail
 from tmuxjail.canon import fingerprint
 from tmuxjail.pane.command import SEAM_STUB
 from tmuxjail.pane.command import launcher as linux_launcher
+from tmuxjail.pane.darwin import PROBE
 
 pytestmark = pytest.mark.adversarial
 
@@ -60,7 +61,8 @@ class Seam:
 
     def decisions(self) -> list[dict]:
         path = self.dir / "decisions.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        runs = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        return [r for r in runs if r["command"] != [PROBE]]  # the launcher's probe of the profile
 
     def argvs(self) -> list[list[str]]:
         return [p.read_bytes().split(b"\0")[:-1] for p in sorted(self.dir.glob("argv.*"))]
@@ -373,8 +375,7 @@ def test_the_macos_proxy_is_loopback_only_on_the_port_the_profile_allows_and_end
     """The proxy's port, as the jail's proxy variables name it: one listener on it, on 127.0.0.1
     (no other address, no IPv6); the profile sandbox-exec was given allows that port and no other;
     and once the pane's process is gone, the listener is too."""
-    sys.path.insert(0, str(STAND_IN.parents[1] / "unit"))
-    import sexpr  # the SBPL evaluator the stand-in decides with
+    from tmuxjail.sandbox import sbpl as sexpr  # the SBPL evaluator the stand-in decides with
 
     env = jail_env
     seam = Seam(env)

@@ -35,3 +35,29 @@ def test_an_ifconfig_without_addresses_is_an_error_not_an_empty_set():
     # An empty set would make the proxy think no address is the host's own: it must refuse instead.
     with pytest.raises(ValueError, match="no address"):
         ifconfig_addresses("lo0: flags=8049<UP,LOOPBACK> mtu 16384\n")
+
+
+def test_the_relay_without_splice_carries_both_directions_and_the_half_close():
+    """macOS has no splice: the proxy's relay copies through a buffer there (net/proxy._copy),
+    byte exact, and passes the half-close on."""
+    import os
+    import socket
+    import threading
+
+    from tmuxjail.net.proxy import BUF, _copy
+
+    a, a_far = socket.socketpair()
+    b, b_far = socket.socketpair()
+    data = os.urandom(3 * BUF + 17)
+    done: list[int] = []
+    t = threading.Thread(target=_copy, args=(a_far, b, done))
+    t.start()
+    a.sendall(data)
+    a.shutdown(socket.SHUT_WR)
+    got = bytearray()
+    while chunk := b_far.recv(1 << 16):
+        got += chunk
+    t.join(10)
+    assert bytes(got) == data and done == [len(data)]
+    for s in (a, a_far, b, b_far):
+        s.close()

@@ -357,9 +357,31 @@ def _reply(conn: socket.socket, status: int, reason: str, body: str) -> None:
         pass
 
 
+def _copy(src: socket.socket, dst: socket.socket, done: list | None = None) -> int:
+    """_pump where there is no splice (macOS): the bytes through this process."""
+    total = 0
+    buf = memoryview(bytearray(BUF))
+    try:
+        while n := src.recv_into(buf):
+            dst.sendall(buf[:n])
+            total += n
+    except OSError:
+        pass
+    finally:
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        if done is not None:
+            done.append(total)
+    return total
+
+
 def _pump(src: socket.socket, dst: socket.socket, done: list | None = None) -> int:
     """src -> dst until EOF, through a pipe with splice (the bytes never enter this process);
     how many bytes went (also appended to `done`)."""
+    if not hasattr(os, "splice"):
+        return _copy(src, dst, done)
     total = 0
     r, w = os.pipe2(os.O_CLOEXEC)
     try:

@@ -62,7 +62,7 @@ def run(spec: dict[str, Any], policy: dict[str, Any], spec_path: str, expected: 
         argv = Seatbelt().wrap(policy, list(spec["argv"]), layout)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a malformed layout (spec.verify's too)
         die(f"cannot build the Seatbelt profile for this pane: {exc}; refusing", EXIT_REFUSED)
-    preflight(argv)
+    preflight(argv)  # before the executable's last checks: nothing runs between them and the exec
     exe_unchanged(exe)
     for path, _, fd, _ in exe:  # sandbox-exec runs the CLI by its path: the checked file must be there
         st, at = os.fstat(fd), _lstat(path)
