@@ -27,7 +27,7 @@ from tmuxjail.pane.command import SEAM_STUB
 from tmuxjail.pane.command import launcher as linux_launcher
 from tmuxjail.pane.darwin import PROBE
 
-pytestmark = pytest.mark.adversarial
+pytestmark = [pytest.mark.adversarial, pytest.mark.macos_seam]
 
 STAND_IN = Path(__file__).resolve().parents[1] / "standins" / "sandbox_exec.py"
 ROOT = str(Path(tmuxjail.__file__).resolve().parents[1])  # what pane/command.py puts on sys.path
