@@ -163,11 +163,19 @@ def helper(parent: int, ask: int, store: int, ready: int, go: int, info: int, bl
             pids.sweep()
         if early is None:
             return
+        if not hostos.darwin():
+            from ..sandbox import libc  # noqa: F401 - loaded now, off the way of inside_jail's setns
+
         os.read(go, 1)  # EOF: the launcher has exec'd, or is exiting
         os.close(go)
-        if netlisten.ended(early[2], 0.01):
-            return
-        jail = [] if hostos.darwin() else inside_jail(info, block, err)
+        if hostos.darwin():
+            if netlisten.ended(early[2], 0.01):
+                return
+            jail: list[Any] | None = []
+        else:
+            # Blocks until bubblewrap reports its child; a launcher that refused and exited closes
+            # the pipe first (EOF: nobody to serve). The jail's command waits on this step.
+            jail = inside_jail(info, block, err)
         os.close(err)
         if jail is None:
             return
@@ -186,9 +194,11 @@ def inside_jail(info: int, block: int, err: int) -> list[Any] | None:
     from ..net import listen as netlisten
     from ..net.inside import PORT
 
-    pid = None
     try:
         pid = netlisten.child_pid(info)
+    except OSError:
+        return None  # the launch ended before bubblewrap ran its child (refused, or bwrap failed): it said why
+    try:
         listeners = netlisten.jail_listeners(pid, PORT)
         os.write(block, b"1")
         os.close(block)
@@ -199,10 +209,9 @@ def inside_jail(info: int, block: int, err: int) -> list[Any] | None:
             os.write(err, f"tmuxjail: cannot open the session's proxy inside the jail: {why}; stopping it\n".encode())
         except OSError:
             pass
-        if pid is not None:
-            import signal
+        import signal
 
-            os.kill(pid, signal.SIGKILL)  # the jail's first process: bubblewrap ends with it
+        os.kill(pid, signal.SIGKILL)  # the jail's first process: bubblewrap ends with it
         return None
 
 
