@@ -62,7 +62,9 @@ def start_helper() -> Helper:
     the store (stored_fingerprint: "=" and the stored fingerprint, or "-" for none, on `store`);
     under the network proxy it then listens (netlisten.begin: lean, and says so on `ready`, or why
     it cannot); root only, it then sweeps finished jails' pids cgroups; then it exits or, under
-    the proxy, waits until this process has exec'd bwrap before it loads the proxy's code (sockets, threads,
+    the proxy, waits until this process has exec'd bwrap, makes its listeners on the jail's own
+    loopback once bwrap reports its child (inside_jail: the jail's command waits for them), and
+    then loads the proxy's code (sockets, threads,
     json) and serves (netproxy.run): its start-up is off this launch's path and does not compete
     with it for the CPU. It is forked before anything narrows this process (keyring, cgroup,
     Landlock); a launch refused before it asks leaves it nothing to do (EOF)."""
