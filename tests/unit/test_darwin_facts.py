@@ -52,12 +52,19 @@ def test_the_relay_without_splice_carries_both_directions_and_the_half_close():
     done: list[int] = []
     t = threading.Thread(target=_copy, args=(a_far, b, done))
     t.start()
-    a.sendall(data)
-    a.shutdown(socket.SHUT_WR)
+
+    def send() -> None:  # beside the reader below: the socket buffers hold less than the data
+        a.sendall(data)
+        a.shutdown(socket.SHUT_WR)
+    sender = threading.Thread(target=send)
+    sender.start()
+    for s in (a, a_far, b, b_far):
+        s.settimeout(30)
     got = bytearray()
     while chunk := b_far.recv(1 << 16):
         got += chunk
     t.join(10)
+    sender.join(10)
     assert bytes(got) == data and done == [len(data)]
     for s in (a, a_far, b, b_far):
         s.close()
