@@ -547,15 +547,18 @@ def user_limits() -> dict[str, Any]:
     soft rlimits (-1: unlimited), the system's file table and pty pool, and /proc/sys/user/*."""
     import resource
 
-    def soft(which: int) -> int:
+    def soft(name: str) -> int:
+        which = getattr(resource, name, None)  # macOS has no RLIMIT_SIGPENDING or RLIMIT_MSGQUEUE
+        if which is None:
+            return -1
         cur = resource.getrlimit(which)[0]
         return -1 if cur == resource.RLIM_INFINITY else cur
 
     big = 1 << 62
     return {
-        "nproc": soft(resource.RLIMIT_NPROC), "nofile": soft(resource.RLIMIT_NOFILE),
-        "sigpending": soft(resource.RLIMIT_SIGPENDING), "msgqueue": soft(resource.RLIMIT_MSGQUEUE),
-        "memlock": soft(resource.RLIMIT_MEMLOCK),
+        "nproc": soft("RLIMIT_NPROC"), "nofile": soft("RLIMIT_NOFILE"),
+        "sigpending": soft("RLIMIT_SIGPENDING"), "msgqueue": soft("RLIMIT_MSGQUEUE"),
+        "memlock": soft("RLIMIT_MEMLOCK"),
         "file_max": _proc_int("/proc/sys/fs/file-max", big), "nr_open": _proc_int("/proc/sys/fs/nr_open", 1 << 20),
         "threads_max": _proc_int("/proc/sys/kernel/threads-max", big),
         "pty_max": _proc_int("/proc/sys/kernel/pty/max", 4096), "pty_reserve": _proc_int("/proc/sys/kernel/pty/reserve", 1024),

@@ -295,7 +295,7 @@ def seed_shared_config(host_file: str, shared: str, host_write) -> None:
     if not inside_any(parent, host_write):
         return  # not an approved path: the jail would not see it
     try:
-        dfd = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        dfd = os.open(parent, paths_mod.DIR_FD | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return
     try:

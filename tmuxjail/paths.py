@@ -82,6 +82,10 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
+# A descriptor of a directory to work beneath: O_PATH on Linux; macOS has none (O_RDONLY there).
+DIR_FD = getattr(os, "O_PATH", 0) or os.O_RDONLY
+
+
 def make_dirs_beneath(root: str, path: str, mode: int = 0o700) -> None:
     os.close(dir_beneath(root, path, mode))
 
@@ -94,7 +98,7 @@ def dir_beneath(root: str, path: str, mode: int = 0o700) -> int:
     rel = [c for c in path[len(root.rstrip("/")):].split("/") if c]
     if not inside(path, root) or any(c in (".", "..") for c in rel):
         raise SandboxUnavailable(f"{path} is not a canonical path below {root}; refusing to create it")
-    flags = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+    flags = DIR_FD | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
     where = root
     fd = os.open(root, flags)
     try:
@@ -115,7 +119,7 @@ def dir_beneath(root: str, path: str, mode: int = 0o700) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd  # an O_PATH fd of path (the caller closes it)
+    return fd  # a DIR_FD fd of path (the caller closes it)
 
 
 def home_problem(env) -> str | None:

@@ -68,3 +68,35 @@ def test_the_relay_without_splice_carries_both_directions_and_the_half_close():
     assert bytes(got) == data and done == [len(data)]
     for s in (a, a_far, b, b_far):
         s.close()
+
+
+def test_the_users_limits_read_without_linuxs_rlimits(monkeypatch):
+    """macOS's resource module has no RLIMIT_SIGPENDING or RLIMIT_MSGQUEUE: those limits read as
+    unlimited (-1) there instead of ending the start with an AttributeError."""
+    import resource
+
+    from tmuxjail import host
+
+    for name in ("RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE"):
+        monkeypatch.delattr(resource, name)
+    got = host.user_limits()
+    assert got["sigpending"] == got["msgqueue"] == -1 and got["nofile"] != 0
+
+
+def test_directories_are_made_beneath_a_root_with_macos_descriptors(tmp_path, monkeypatch):
+    """macOS has no O_PATH: the walk that makes a jail's directories without following a link
+    opens each step O_RDONLY there, and still refuses a link on the way."""
+    import os
+
+    from tmuxjail import paths
+    from tmuxjail.errors import SandboxUnavailable
+
+    monkeypatch.setattr(paths, "DIR_FD", os.O_RDONLY)
+    root = tmp_path / "home"
+    root.mkdir()
+    paths.make_dirs_beneath(str(root), str(root / "a" / "b"))
+    assert (root / "a" / "b").is_dir()
+    (root / "link").symlink_to(tmp_path)
+    with pytest.raises(SandboxUnavailable, match="symbolic link"):
+        paths.make_dirs_beneath(str(root), str(root / "link" / "c"))
+    assert not (tmp_path / "c").exists()

@@ -62,6 +62,11 @@ def sha256_fd(fd: int) -> str:
     buf = bytearray(1 << 20)
     view = memoryview(buf)
     offset = 0
+    if not hasattr(os, "preadv"):  # (a Python built without it, as for older macOS)
+        while data := os.pread(fd, len(buf), offset):
+            h.update(data)
+            offset += len(data)
+        return "sha256:" + str(h.hexdigest())
     while n := os.preadv(fd, [buf], offset):
         h.update(view[:n])
         offset += n
