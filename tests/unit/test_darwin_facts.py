@@ -37,20 +37,24 @@ def test_an_ifconfig_without_addresses_is_an_error_not_an_empty_set():
         ifconfig_addresses("lo0: flags=8049<UP,LOOPBACK> mtu 16384\n")
 
 
-def test_the_relay_without_splice_carries_both_directions_and_the_half_close():
+def test_the_relay_without_splice_carries_both_directions_and_the_half_close(monkeypatch):
     """macOS has no splice: the proxy's relay copies through a buffer there (net/proxy._copy),
     byte exact, and passes the half-close on."""
     import os
     import socket
     import threading
 
-    from tmuxjail.net.proxy import BUF, _copy
+    from tmuxjail.net import proxy
+    from tmuxjail.net.proxy import BUF
+
+    monkeypatch.delattr(proxy.os, "splice")
+    pump = proxy._pump  # what the relay runs, here without splice
 
     a, a_far = socket.socketpair()
     b, b_far = socket.socketpair()
     data = os.urandom(3 * BUF + 17)
     done: list[int] = []
-    t = threading.Thread(target=_copy, args=(a_far, b, done))
+    t = threading.Thread(target=pump, args=(a_far, b, done))
     t.start()
 
     def send() -> None:  # beside the reader below: the socket buffers hold less than the data

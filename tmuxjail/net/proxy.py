@@ -357,14 +357,13 @@ def _reply(conn: socket.socket, status: int, reason: str, body: str) -> None:
         pass
 
 
-def _copy(src: socket.socket, dst: socket.socket, done: list | None = None) -> int:
-    """_pump where there is no splice (macOS): the bytes through this process."""
-    total = 0
-    buf = memoryview(bytearray(BUF))
+def _pump(src: socket.socket, dst: socket.socket, done: list | None = None) -> int:
+    """src -> dst until EOF, then the half-close passed on; how many bytes went (also appended to
+    `done`). Through a pipe with splice (the bytes never enter this process), or where there is no
+    splice (macOS) through a buffer."""
+    moved = [0]
     try:
-        while n := src.recv_into(buf):
-            dst.sendall(buf[:n])
-            total += n
+        (_splice if hasattr(os, "splice") else _copy)(src, dst, moved)
     except OSError:
         pass
     finally:
@@ -373,16 +372,11 @@ def _copy(src: socket.socket, dst: socket.socket, done: list | None = None) -> i
         except OSError:
             pass
         if done is not None:
-            done.append(total)
-    return total
+            done.append(moved[0])
+    return moved[0]
 
 
-def _pump(src: socket.socket, dst: socket.socket, done: list | None = None) -> int:
-    """src -> dst until EOF, through a pipe with splice (the bytes never enter this process);
-    how many bytes went (also appended to `done`)."""
-    if not hasattr(os, "splice"):
-        return _copy(src, dst, done)
-    total = 0
+def _splice(src: socket.socket, dst: socket.socket, moved: list[int]) -> None:
     r, w = os.pipe2(os.O_CLOEXEC)
     try:
         try:
@@ -396,21 +390,19 @@ def _pump(src: socket.socket, dst: socket.socket, done: list | None = None) -> i
             n = os.splice(s, w, BUF)
             if n == 0:
                 break
-            total += n
+            moved[0] += n
             while n:
                 n -= os.splice(r, d, n)
-    except OSError:
-        pass
     finally:
         os.close(r)
         os.close(w)
-        try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        if done is not None:
-            done.append(total)
-    return total
+
+
+def _copy(src: socket.socket, dst: socket.socket, moved: list[int]) -> None:
+    buf = memoryview(bytearray(BUF))
+    while n := src.recv_into(buf):
+        dst.sendall(buf[:n])
+        moved[0] += n
 
 
 def relay(a: socket.socket, b: socket.socket) -> int:
