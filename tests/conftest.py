@@ -157,6 +157,21 @@ class Env:
 
 
 @pytest.fixture
+def home_root():
+    """A scratch directory outside /tmp and $TMPDIR, for a home that must not lie in a shared
+    temp dir (a Mac's Seatbelt profiles share those); removed after. Skips without tmux."""
+    import tempfile
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    base = Path(os.path.expanduser("~")) / ".cache"
+    base.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="tj-home-", dir=base))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
 def env(tmp_path):
     e = Env(tmp_path)
     yield e

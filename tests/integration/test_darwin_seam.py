@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -77,17 +75,11 @@ class Mac(Env):
 
 
 @pytest.fixture
-def mac():
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
+def mac(home_root):
     # Outside /tmp: a Mac's home is /Users/NAME, and the profile shares /tmp (no private /tmp there).
-    base = Path(os.path.expanduser("~")) / ".cache"
-    base.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="tjseam-", dir=base))
-    m = Mac(root)
+    m = Mac(home_root)
     yield m
     m.kill()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def start(mac: Mac, mode: str, *extra: str, name: str = "app") -> dict:

@@ -6,10 +6,7 @@ HOME lives outside $TMPDIR, as a Mac's does (strict profiles share the user's te
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 from conftest import Env
@@ -24,17 +21,11 @@ pytestmark = [
 
 
 @pytest.fixture
-def mac_env():
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
-    base = Path(os.path.expanduser("~")) / ".cache"
-    base.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="tjmac-", dir=base))
-    e = Env(root)
+def mac_env(home_root):
+    e = Env(home_root)
     e.vars = {k: v for k, v in e.vars.items() if not k.startswith("XDG_")}  # platformdirs' macOS layout
     yield e
     e.kill()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mode", ["isolated", "compatibility"])
