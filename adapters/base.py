@@ -4,12 +4,12 @@ their inputs: no filesystem, tmux, SQLite or environment reads (identity.py does
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import NamedTuple
 
+from tmuxjail.record import Record
 from tmuxjail.registry import Mode
 
 
-class Certification(NamedTuple):
+class Certification(Record):
     """How `tmuxjail certify` recognises and probes this CLI (data only: tmuxjail.certify runs it)."""
 
     first_screen: tuple[str, ...]  # regexes; any match = the CLI reached its first screen
@@ -22,7 +22,7 @@ class Certification(NamedTuple):
     probe_env: dict[str, str] = {}  # noqa: RUF012 - added for the child session only (read only)
 
 
-class Conversation(NamedTuple):
+class Conversation(Record):
     """Where a CLI that cannot be given its conversation id up front keeps its conversations, so
     tmuxjail can learn the id after the start (tmuxjail.conversation reads it; data only here)."""
 
@@ -31,7 +31,7 @@ class Conversation(NamedTuple):
     screen: str  # regex on the dead pane's last screen (the CLI's exit note); group 1 is the id
 
 
-class Adapter(NamedTuple):
+class Adapter(Record):
     """(NamedTuples, not dataclasses: every start loads its adapter, and dataclasses would cost it
     inspect and ast. A provider's subclass adds methods, never fields.)"""
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from .net.policy import DOMAIN_ITEM, is_domain_item
 
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .model import Profile
 
-# An executable's identity and an approval record, as the store and the policy JSON hold them.
-Record = dict[str, Any]
+    # An executable's identity and an approval record, as the store and the policy JSON hold them.
+    Record = dict[str, Any]
 
 
 def identity_key(identity: Record) -> Record:

@@ -6,11 +6,12 @@ the user keeps the rest. Pure: the numbers in, the jail's limits out."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from .errors import ConfigError
 
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .effective import Limits
 
 UNLIMITED = -1

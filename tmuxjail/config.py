@@ -5,12 +5,16 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from .errors import ConfigError, TmuxjailError
 from .net.check import check_name
 from .net.policy import ANY, allowlist, check_pattern, normalize
+from .record import Record
 from .registry import MODES, PROVIDERS, Mode
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
         "limits", "network", "discover"}
@@ -95,7 +99,7 @@ def _toml_list(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(f'"{v}"' for v in values) + "]"
 
 
-class Config(NamedTuple):
+class Config(Record):
     """(A NamedTuple, not a dataclass: a start would import dataclasses, inspect and ast for it.
     parse() gives every instance its own tables; the defaults are shared and never changed.)"""
 

@@ -4,12 +4,12 @@ and which server a recorded session lives on."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from . import paths as paths_mod
 from .errors import TmuxjailError
 from .tmux import Tmux
 
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
     from .store import Store
 

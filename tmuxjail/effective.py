@@ -6,16 +6,20 @@ start). Its JSON form is what every fingerprint was computed from: to_data() mus
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
-
 from .net.check import check_patterns
+from .record import Record
 from .registry import Mode
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 GIT_WRITE = "git-metadata-write"
 
 # host: the host's network namespace; none: a namespace of its own with only its loopback;
 # proxy: a namespace of its own whose only way out is the session's egress proxy (netproxy).
-Network = Literal["host", "none", "proxy"]
+if TYPE_CHECKING:
+    Network = Literal["host", "none", "proxy"]
 SCHEMA = 1  # Policy.schema_version
 # Absent from the JSON form when empty: the fingerprints of host and none sessions (and of every
 # mode but verified, for the state guards) stay what they were before these fields existed.
@@ -27,7 +31,7 @@ def never_passed(name: str) -> bool:
     return name.startswith("TMUX")
 
 
-class ExecutableIdentity(NamedTuple):
+class ExecutableIdentity(Record):
     path: str
     sha256: str
     version: str = "unknown"
@@ -44,7 +48,7 @@ class ExecutableIdentity(NamedTuple):
                    tuple((str(p), str(h)) for p, h in data.get("extra", ())))
 
 
-class Limits(NamedTuple):
+class Limits(Record):
     """Resource limits of a jail: these defaults, the operator config's [limits] (validated by
     config.py) over them, bounded at start by the user's real limits (budget.py)."""
 
@@ -74,7 +78,7 @@ class Limits(NamedTuple):
         return cls(**{**data, "user": tuple((str(n), int(v)) for n, v in data.get("user", ()))})
 
 
-class Policy(NamedTuple):
+class Policy(Record):
     """The immutable effective policy of one session. Its fingerprint is sha256 of its canonical
     JSON form (to_data); any change to a field changes the fingerprint and refuses a resume. Built
     by policy.resolve and by from_data, both through checked()."""
@@ -161,3 +165,13 @@ def _json(value: Any) -> Any:
             return {k: _json(v) for k, v in value._asdict().items()}
         return [_json(v) for v in value]
     return value
+
+
+def __getattr__(name: str) -> Any:
+    """`Network` at run time, for the one reader that needs the type itself: the pydantic model
+    (policy.py), which validates with it; the warm path never asks, so never imports typing."""
+    if name == "Network":
+        from typing import Literal
+
+        return Literal["host", "none", "proxy"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

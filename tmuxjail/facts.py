@@ -10,16 +10,20 @@ from __future__ import annotations
 import os
 import pwd
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from . import host, identity
 from .adapters import Adapter
 from .config import Config
 from .context import Context
+from .record import Record
 from .registry import Mode
 
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
-class HostFacts(NamedTuple):
+
+class HostFacts(Record):
     at: identity.Located  # the executable, followed to where it really is
     login_shell: str
     user: str

@@ -11,16 +11,20 @@ import subprocess
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import tmuxjail
 
 from . import gitconfig, trust
 from .budget import USER_COUNTS
 from .pane.command import is_launcher
+from .record import Record
 from .sandbox import HostLayout
 from .sandbox.bwrap import FIXED_PATHS, NAME, PRLIMIT, TOP_LINKS
 from .subpath import below, inside, inside_any
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 ETC_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 # Walked for what others cannot read when tmuxjail runs as root (uid 0 in the jail owns it all),
@@ -265,7 +269,7 @@ HEAVY_DIRS = trust.HEAVY_DIRS
 MAX_CONFIG = 256 << 10
 
 
-class Guards(NamedTuple):
+class Guards(Record):
     git: tuple[str, ...]  # repositories, and what their configs name: git-metadata-write lifts these
     trusted: tuple[str, ...]  # the catalogue's other guard entries: workspace-trust-write lifts these
     capped: str | None  # why the walk may have missed one (the start refuses), or None

@@ -9,17 +9,20 @@ import pwd
 import stat
 import threading
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple, Protocol
 
 from .effective import ExecutableIdentity
 from .errors import UsageError
+from .record import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class DigestCache(Protocol):
+        def get_digest(self, path: str, key: tuple[int, ...]) -> str | None: ...
+        def put_digest(self, path: str, key: tuple[int, ...], digest: str) -> None: ...
 
 CHUNK = 1 << 20
-
-
-class DigestCache(Protocol):
-    def get_digest(self, path: str, key: tuple[int, ...]) -> str | None: ...
-    def put_digest(self, path: str, key: tuple[int, ...], digest: str) -> None: ...
 
 
 def stat_key(st: os.stat_result) -> tuple[int, ...]:
@@ -117,7 +120,7 @@ def sha256_file(path: Path, cache: DigestCache | None = None) -> str:
         os.close(fd)
 
 
-class Resolved(NamedTuple):
+class Resolved(Record):
     identity: ExecutableIdentity
     argv: list[str]  # how to start it (interpreter first, for scripts)
     install_roots: tuple[str, ...]  # read-only inside strict jails
@@ -191,7 +194,7 @@ def _shebang(path: Path) -> list[str]:
     return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
 
 
-class Located(NamedTuple):
+class Located(Record):
     """What runs, before anything is hashed: the real executable, its interpreter (a script's),
     how to start it, what strict jails get read-only of its install, and its package version."""
 

@@ -12,7 +12,6 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
 
 from . import audit, hostos, log
 from . import paths as paths_mod
@@ -22,6 +21,7 @@ from .errors import SandboxUnavailable, TmuxjailError
 from .host import foreign_pane_process, jail_exec_started, mac_layout
 from .host import layout as host_layout
 from .pane import command as pane_command
+from .record import Record
 from .registry import Mode
 from .sandbox import HostLayout, bwrap, landlock
 from .subpath import below, inside, inside_any
@@ -37,7 +37,7 @@ SPEC_MAX_AGE = 4 * READY_TIMEOUT
 STATUS_EVERY, PROBE_EVERY = 0.004, 0.1  # wait_ready's two checks
 
 
-class Launch(NamedTuple):
+class Launch(Record):
     """One launch: the command the jail runs, the bwrap call around it (None: no sandbox) and the
     host layout it was built for (the launcher derives the call again from the policy and this
     layout, and refuses any other)."""
@@ -52,7 +52,7 @@ class Launch(NamedTuple):
         return self.call.argv() if self.call is not None else self.command
 
 
-class Spec(NamedTuple):
+class Spec(Record):
     path: Path
     status: Path
 

@@ -10,22 +10,25 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import hostos
 from .config import Config
 from .errors import SandboxUnavailable, UsageError
+from .record import Record
 from .registry import Mode
 from .sandbox import bwrap, landlock, pids
 from .sandbox.seccomp import supported
 
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .sandbox.seatbelt import Seatbelt
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
 
-class StartRequest(NamedTuple):
+class StartRequest(Record):
     """One start, as the CLI, the API, the menus and discover ask for it: built once (build()
     canonicalises the workspaces), then taken as it is by plan.resolve, the warm start and the
     store (to_json/from_json: the session row's request column). A NamedTuple, not a dataclass:
@@ -137,7 +140,7 @@ def mode_of(mode_name: str | None, cfg: Config) -> Mode:
         raise UsageError(f"unknown mode {mode_name!r}") from None
 
 
-class Sandbox(NamedTuple):
+class Sandbox(Record):
     """The sandbox this host gives a jail of one mode: the backend, and whether there is none at
     all (compatibility-unguarded, an operator's opt-in: `why` says what is missing)."""
 

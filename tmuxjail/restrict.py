@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from .errors import NotApproved, UsageError
 from .registry import Mode
 from .subpath import inside
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 FIELDS = ("allowed_modes", "capabilities", "workspaces", "env_names")
 

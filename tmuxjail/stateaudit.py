@@ -8,13 +8,16 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any
 
 from .adapters import get as get_adapter
 from .canon import sha256
 from .errors import SandboxUnavailable
 from .paths import dir_beneath
 from .subpath import below
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 KIND = "provider-state"
 MAX_BYTES = 64 * 1024 * 1024

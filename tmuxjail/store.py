@@ -10,10 +10,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from .errors import ResumeRefused, TmuxjailError, UsageError
+from .record import Record
 from .request import StartRequest
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -124,7 +128,7 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class SessionRow(NamedTuple):
+class SessionRow(Record):
     """One row of the sessions table, in its column order (NULL columns may be None)."""
 
     id: str

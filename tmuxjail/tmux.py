@@ -24,14 +24,16 @@ import re
 import shutil
 import subprocess
 import time
-import typing as t
 from collections import namedtuple
 from collections.abc import Mapping
 
 from . import hostos
 from .errors import TmuxjailError, UsageError
 
-if t.TYPE_CHECKING:
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
+
     import libtmux
     import libtmux.common
 
@@ -104,11 +106,11 @@ def server_class() -> type[libtmux.Server]:
             """ClientCmd, typed as the tmux_cmd that Server.cmd returns."""
 
         class JailServer(libtmux.Server):
-            def __init__(self, *args: t.Any, client_env: Mapping[str, str], **kwargs: t.Any) -> None:
+            def __init__(self, *args: Any, client_env: Mapping[str, str], **kwargs: Any) -> None:
                 self.client_env = client_env
                 super().__init__(*args, **kwargs)
 
-            def cmd(self, cmd: str, *args: t.Any, target: str | int | None = None) -> libtmux.common.tmux_cmd:
+            def cmd(self, cmd: str, *args: Any, target: str | int | None = None) -> libtmux.common.tmux_cmd:
                 # The argv libtmux's Server.cmd builds, run with env=. -u: the bytes as they are
                 # under any locale; under LC_ALL=C tmux prints `_` for each non-ASCII or control
                 # character (a pane's directory would read as another path, and libtmux's own

@@ -14,9 +14,13 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from typing import Any, NamedTuple
 
 from .errors import ConfigError
+from .record import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE = "trust-catalogue.json"
 # Directories the walks do not list in full (dependencies, caches, build output): inside them
@@ -32,7 +36,7 @@ FIX = {"guard": "it was made or changed during the session (existing ones were r
        "audit": "read it before {trigger}; revert what you did not ask for"}
 
 
-class Entry(NamedTuple):
+class Entry(Record):
     id: str
     kind: str
     treatment: str

@@ -28,7 +28,6 @@ import stat
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tmuxjail
 
@@ -42,11 +41,15 @@ from .effective import Policy
 from .errors import ConfigError, TmuxjailError, UsageError
 from .net import policy as netpolicy
 from .policycache import PolicyCache
+from .record import Record
 from .registry import Mode
 from .request import StartRequest, check_env_name, mode_of, sandbox
 from .subpath import below
 
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .plan import Plan
 
 FORMAT = 1  # of the key and the entry: bump when either changes meaning
@@ -55,7 +58,7 @@ DEPENDENCIES = ("pydantic/__init__.py", "pydantic/version.py", "pydantic_core/__
 PACKAGES = host.PACKAGES  # what installed() walks
 
 
-class WarmPlan(NamedTuple):
+class WarmPlan(Record):
     """What a start needs of a resolution, cached or not."""
 
     policy: Policy

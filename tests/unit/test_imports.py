@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # holds), why it sits there). A module may import its own layer or any below it, never one above.
 LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
     ("base", ("tmuxjail", "tmuxjail.errors", "tmuxjail.canon", "tmuxjail.render", "tmuxjail.registry",
-              "tmuxjail.subpath", "tmuxjail.hostos"),
+              "tmuxjail.subpath", "tmuxjail.hostos", "tmuxjail.record"),
      "stdlib-only leaves every layer prints, fingerprints and names modes through, the launcher included"),
     ("sandbox builders", ("tmuxjail.sandbox.",),
      "pure argv/profile builders (and libc for the launcher): the start and the launcher build the same argv"),

@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from importlib import import_module
-from typing import Any, TypeVar
 
 from ..registry import MODES, PROVIDERS
 
-F = TypeVar("F", bound=Callable[..., Any])
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Arg:

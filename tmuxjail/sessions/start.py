@@ -9,7 +9,6 @@ import json
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, NamedTuple
 
 from .. import audit, jail, stateaudit, warm
 from ..canon import fingerprint
@@ -17,15 +16,17 @@ from ..context import Context
 from ..effective import GIT_WRITE
 from ..errors import NotApproved, UsageError
 from ..host import mac_layout
+from ..record import Record
 from ..registry import Mode
 from ..request import StartRequest
 from ..tmux import DuplicateSession, check_name
 
+TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
     from ..plan import Plan
 
 
-class Placement(NamedTuple):
+class Placement(Record):
     """Where a jail goes when it joins the current tmux session (`--here`, `--split`)."""
 
     kind: str  # "window" or "split"
