@@ -41,9 +41,9 @@ from .errors import (
 )
 from .request import StartRequest
 from .restrict import from_file
+from .sessions.place import cwd
+from .sessions.place import here as placed
 from .sessions.resume import resume as resume_command
-from .sessions.start import cwd
-from .sessions.start import here as placed
 from .sessions.start import start as start_command
 from .sessions.stop import stop as stop_command
 from .tmux import Tmux

@@ -14,22 +14,17 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
-import shlex
-import sys
 import time
 import unicodedata
 
 from . import paths, stateaudit
 from .errors import FINDINGS, TmuxjailError
 from .pane import command as pane_command
-from .registry import Mode
 from .render import fail
 from .scan import STAT_KINDS, scan
 from .store import Store
 from .subpath import below
 
-ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")  # \Z: no trailing newline
 TEXT_LIMIT = 200  # findings printed in text; JSON has them all
 WALK_SECONDS = 60.0  # the audit's walk stops here and says so (an `incomplete` finding)
 DETAIL_MAX = 300  # characters of a finding's detail, trigger and fix, printed and stored
@@ -188,26 +183,9 @@ def latest(store, ids=None) -> dict[str, dict]:
 
 # -- the automatic report ---------------------------------------------------------------------
 
-def hook_command(sid: str) -> str:
-    """The pane-died hook of an owned strict session: a tmux command holding only the session id
-    (checked to be a uuid) and our interpreter's path, escaped for tmux's parser (inside double
-    quotes) and for run-shell's format expansion (# doubled)."""
-    if not ID_RE.match(sid):
-        raise ValueError(f"not a session id: {sid!r}")
-    sh = shlex.join([*pane_command.tmuxjail(sys.executable), "_audit", "--id", sid])
-    sh = f"exec {sh} </dev/null >/dev/null 2>&1"
-    for a, b in (("\\", "\\\\"), ('"', '\\"'), ("$", "\\$"), ("#", "##")):
-        sh = sh.replace(a, b)
-    return f'run-shell -b "{sh}"'
-
-
-def session_hooks(sid: str, mode: Mode) -> dict[str, str]:
-    return {} if mode == Mode.compatibility else {"pane-died": hook_command(sid)}
-
-
 def run_hidden(argv: list[str]) -> int:
     """`tmuxjail _audit --id ID`: audit a session by id and store the result (no output)."""
-    if len(argv) != 2 or argv[0] != "--id" or not ID_RE.match(argv[1]):
+    if len(argv) != 2 or argv[0] != "--id" or not pane_command.is_session_id(argv[1]):
         fail("usage: tmuxjail _audit --id SESSION_ID")
         return 2
 

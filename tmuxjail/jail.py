@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import stat
 import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import audit, hostos, log
+from . import hostos, log
 from . import paths as paths_mod
 from .context import Context
 from .effective import Policy, never_passed
@@ -94,8 +93,7 @@ def pane_argv(fp: str, spec: Path) -> list[str]:
 
 
 def options(sid: str, pol: Policy, fp: str) -> dict[str, str]:
-    return {"@tmuxjail_id": sid, "@tmuxjail_fp": fp, "@tmuxjail_mode": display_mode(pol),
-            "@tmuxjail_provider": pol.provider}
+    return pane_command.pane_options(sid, fp, display_mode(pol), pol.provider)
 
 
 def helper_argv(sid: str, fp: str) -> list[str]:
@@ -104,13 +102,11 @@ def helper_argv(sid: str, fp: str) -> list[str]:
 
 
 def session_options(sid: str, fp: str) -> dict[str, str]:
-    """An owned session's default-command (tmux runs it with `default-shell -c`): new windows and
-    splits open inside the same jail."""
-    return {"default-command": "exec " + shlex.join(helper_argv(sid, fp))}
+    return pane_command.session_options(sys.executable, sid, fp)
 
 
 def session_hooks(sid: str, pol: Policy) -> dict[str, str]:
-    return audit.session_hooks(sid, pol.mode)
+    return pane_command.session_hooks(sid, pol.mode.value)
 
 
 # -- the spec ----------------------------------------------------------------------------------
@@ -161,13 +157,15 @@ def landlock_ok() -> bool:
 
 
 def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, status_file: bool = True,
-               trace: str | None = None) -> Spec:
+               trace: str | None = None, at: tuple[Path, Path] | None = None) -> Spec:
     """The one-shot spec the launcher reads and deletes (0600, in a private spool). status_file
-    False: nobody waits on this launch (an extra pane), its status goes to /dev/null."""
+    False: nobody waits on this launch (an extra pane), its status goes to /dev/null. at: the
+    spec and status paths an early pane's launcher already waits on (sessions/early.py): the spec
+    appears there whole (written aside, then linked in; never over an existing file)."""
     spool = paths_mod.ensure_private_dir(ctx.paths.spool)
     sweep_spool(spool)
     token = os.urandom(8).hex()
-    spec, status = spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status"
+    spec, status = at or (spool / f"{sid}-{token}.json", spool / f"{sid}-{token}.status")
     body = {
         "session_id": sid, "fingerprint": fp, "policy": pol.to_data(), "argv": launch.command,
         "env": env(ctx, pol), "store": str(ctx.paths.store),
@@ -183,9 +181,16 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         body["tmp_base"] = ctx.env.get("TMPDIR")
     if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap
         body["trace"] = trace
-    fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(body, f)
+    path = spec if at is None else spool / f".{token}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(body, f)
+        if at is not None:
+            os.link(path, spec)
+    finally:
+        if at is not None:
+            discard_spec(path)
     return Spec(spec, status)
 
 

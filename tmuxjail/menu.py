@@ -40,7 +40,6 @@ from .status import rows
 
 ACTIONS = ("start", "resume", "list", "shell", "policy", "stop")
 KEYS = "123456789abcdefghijklmnopqrstuvwxyz"
-ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")  # a session id
 PANE_RE = re.compile(r"^%[0-9]{1,9}$")
 CLIENT_RE = re.compile(r"^[A-Za-z0-9/_.+-]{1,200}$")  # a tty path, or client-PID
 # What may appear in a tmux command string tmuxjail builds: no `#` (formats), `$`, `~`, quotes,
@@ -174,7 +173,7 @@ def resume_here(ctx, client: str | None, rest: list[str]) -> None:
     """`menu _resume ID -c CLIENT`: what a resume-menu item runs."""
     from .sessions.resume import resume  # seam: resuming loads the policy code
 
-    if len(rest) != 1 or not ID_RE.match(rest[0]):
+    if len(rest) != 1 or not pane_command.is_session_id(rest[0]):
         raise UsageError("usage: tmuxjail menu _resume ID [-c CLIENT]")
     log.setup(ctx.paths.log_file, False)
     result = resume(ctx, rest[0], detach=True)
@@ -186,7 +185,7 @@ def stop_here(ctx, rest: list[str]) -> None:
     """`menu _stop ID -c CLIENT`: what the stop prompt runs."""
     from .sessions.stop import stop
 
-    if len(rest) != 1 or not ID_RE.match(rest[0]):
+    if len(rest) != 1 or not pane_command.is_session_id(rest[0]):
         raise UsageError("usage: tmuxjail menu _stop ID [-c CLIENT]")
     log.setup(ctx.paths.log_file, False)
     stop(ctx, rest[0])

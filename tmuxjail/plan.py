@@ -19,12 +19,13 @@ from .approvals import fix_command, missing
 from .context import Context
 from .discover import candidate as cand
 from .effective import Policy
+from .enforce import sandbox
 from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
 from .facts import HostFacts
 from .model import Mode, Profile
 from .net.policy import approval_items
 from .policy import Facts
-from .request import StartRequest, canonical_workspaces, check_env_name, mode_of, sandbox
+from .request import StartRequest, canonical_workspaces, check_env_name, mode_of
 from .sandbox import bwrap
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import time
 from collections import namedtuple
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from . import hostos
 from .errors import TmuxjailError, UsageError
@@ -77,10 +77,15 @@ class ClientCmd:
     bench/libtmux_cost.py --lean), so tmuxjail's own commands do not import libtmux; the objects
     the API hands out (`server_class`) do, and run through this too."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str], wait: bool = True) -> None:
         self.cmd = [str(a) for a in argv]
         self.process = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         encoding="utf-8", errors="backslashreplace", env=env)
+        if wait:
+            self.wait()
+
+    def wait(self) -> ClientCmd:
+        """The run's outcome (wait=False: started only, as the early pane's new-session is)."""
         stdout, stderr = self.process.communicate()
         self.returncode = self.process.returncode
         lines = stdout.split("\n")
@@ -88,6 +93,7 @@ class ClientCmd:
             lines.pop()
         self.stderr = [line for line in stderr.split("\n") if line]
         self.stdout = [self.stderr[0]] if "has-session" in self.cmd and self.stderr and not lines else lines
+        return self
 
 
 _SERVER_CLASS: type[libtmux.Server] | None = None
@@ -262,11 +268,17 @@ class Tmux:
 
     def _exec(self, args: list[str], check: bool = True) -> subprocess.CompletedProcess:
         """One tmux invocation of these words, as they are, as libtmux's runner runs it."""
+        return self._outcome(args, self._start(args, wait=True), check)
+
+    def _start(self, args: list[str], wait: bool) -> ClientCmd:
         try:
             # The same -u as JailServer.cmd, and the same narrowed environment.
-            out = ClientCmd([self.require(), *self.base, "-u", *args], self.env)
+            return ClientCmd([self.require(), *self.base, "-u", *args], self.env, wait=wait)
         except OSError as exc:
             raise TmuxjailError(f"tmux {args[0]}: {exc or type(exc).__name__}") from None
+
+    @staticmethod
+    def _outcome(args: list[str], out: ClientCmd, check: bool) -> subprocess.CompletedProcess:
         proc = subprocess.CompletedProcess(
             args, out.returncode, "".join(f"{line}\n" for line in out.stdout),
             "".join(f"{line}\n" for line in out.stderr))
@@ -336,6 +348,28 @@ class Tmux:
         are set in the same tmux invocation, before the server's event loop can reap a command
         that exits at once, so a dead jail stays visible instead of taking its window with it.
         session_options (e.g. default-command) are set on the session only, in the same call."""
+        args = self._new_session_args(name, argv, cwd, options, session_options, hooks, window)
+        return self._session_made(name, self._exec(args, check=False))
+
+    def new_session_started(self, name: str, argv: list[str], cwd: str, options: dict[str, str],
+                            session_options: dict[str, str], hooks: dict[str, str]) -> Callable[[], str]:
+        """new_session, with its client started and not waited on (the early pane,
+        sessions/early.py): the server makes the session and forks the pane while the caller goes
+        on. Calling what it returns waits, and gives the pane id or raises as new_session does."""
+        args = self._new_session_args(name, argv, cwd, options, session_options, hooks, None)
+        out = self._start(args, wait=False)
+        done: list[subprocess.CompletedProcess] = []
+
+        def pane() -> str:
+            if not done:
+                done.append(self._outcome(args, out.wait(), check=False))
+            return self._session_made(name, done[0])
+
+        return pane
+
+    def _new_session_args(self, name: str, argv: list[str], cwd: str, options: dict[str, str],
+                          session_options: dict[str, str] | None, hooks: dict[str, str] | None,
+                          window: str | None) -> list[str]:
         target = f"={name}:"
         # -n: the window is named after the CLI (tmux's automatic name would be the pane's current
         # command: python3, bwrap, strace), and so is each new window of the session.
@@ -355,8 +389,10 @@ class Tmux:
         for hook, command in (hooks or {}).items():
             args += [";", "set-hook", "-w", "-t", target, hook, W(command)]
         args += [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
-        args += self._option_args(target, options)
-        proc = self._exec(args, check=False)
+        return args + self._option_args(target, options)
+
+    def _session_made(self, name: str, proc: subprocess.CompletedProcess) -> str:
+        """new-session's outcome: the pane id (and the server's real socket), or why not."""
         if proc.returncode != 0 and proc.stderr.startswith(f"duplicate session: {name}\n"):
             raise DuplicateSession(f"tmux new-session: duplicate session: {name}")
         if proc.returncode != 0:

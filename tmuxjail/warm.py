@@ -16,7 +16,7 @@ An entry is used only when all of these are what they were when it was made:
   digest cache trusts), how it starts, its install roots and package version, the login shell,
   what the profile's host paths resolve to, every .git in a strict jail's workspaces, and which
   of tmuxjail's own install a compatibility jail must get read-only.
-The preconditions (request.sandbox: bubblewrap, seccomp, Landlock, the pids cgroup) and, in
+The preconditions (enforce.sandbox: bubblewrap, seccomp, Landlock, the pids cgroup) and, in
 verified mode, the approval are checked on every start, hit or miss. A request with --restrict,
 a discovery candidate or a trace, and a dry run, always resolve in full."""
 
@@ -38,12 +38,13 @@ from .adapters import get as get_adapter
 from .config import Config
 from .context import Context
 from .effective import Policy
+from .enforce import sandbox
 from .errors import ConfigError, TmuxjailError, UsageError
 from .net import policy as netpolicy
 from .policycache import PolicyCache
 from .record import Record
 from .registry import Mode
-from .request import StartRequest, check_env_name, mode_of, sandbox
+from .request import StartRequest, check_env_name, mode_of
 from .subpath import below
 
 TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)

@@ -19,6 +19,8 @@ import pytest
 from conftest import wait_until
 from test_escapes import ALL, STRICT, Jail
 
+from tmuxjail.pane import command as pane_command
+
 pytestmark = pytest.mark.adversarial
 FINDINGS = 6
 HOSTILE = "x\n#(touch /tmp/tj-audit-pwn)\x1b[31m"
@@ -234,19 +236,17 @@ def test_hidden_audit_takes_only_a_session_id(env):
 
 
 def test_hook_command_quotes_the_interpreter_for_tmux_and_the_shell():
-    from tmuxjail import audit
 
     sid = "0123abcd-0000-4000-8000-0123456789ab"
-    cmd = audit.hook_command(sid)
+    cmd = pane_command.hook_command(sid)
     assert cmd.startswith('run-shell -b "exec ') and cmd.endswith('>/dev/null 2>&1"') and sid in cmd
     with pytest.raises(ValueError, match="not a session id"):
-        audit.hook_command("x; run-shell 'id'")
+        pane_command.hook_command("x; run-shell 'id'")
 
 
 def test_odd_interpreter_path_survives_tmux_parsing(jail_env, tmp_path):
     """The hook's text is parsed by tmux when set and format-expanded by run-shell when it
     fires: a path with spaces, quotes, $ and # still names exactly that file."""
-    from tmuxjail import audit
 
     env = jail_env
     odd = tmp_path / "a b'c\"$HOME#{pane_id}"
@@ -259,7 +259,7 @@ def test_odd_interpreter_path_survives_tmux_parsing(jail_env, tmp_path):
 
     real, sys.executable = sys.executable, str(script)
     try:
-        cmd = audit.hook_command("0123abcd-0000-4000-8000-0123456789ab")
+        cmd = pane_command.hook_command("0123abcd-0000-4000-8000-0123456789ab")
     finally:
         sys.executable = real
     # Parsed by tmux's own parser exactly as set-hook stores it (read back), then run the way the

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from tmuxjail import audit, paths
+from tmuxjail.pane import command as pane_command
 from tmuxjail.store import Store
 
 SID = "0123abcd-0000-4000-8000-0123456789ab"
@@ -203,13 +204,13 @@ def test_the_text_report_counts_what_it_does_not_print():
 
 
 def test_the_hook_is_only_for_strict_sessions_and_names_only_a_session_id(monkeypatch):
-    assert audit.session_hooks(SID, "compatibility") == {}
-    assert audit.session_hooks(SID, "isolated") == {"pane-died": audit.hook_command(SID)}
+    assert pane_command.session_hooks(SID, "compatibility") == {}
+    assert pane_command.session_hooks(SID, "isolated") == {"pane-died": pane_command.hook_command(SID)}
     for bad in ("j", SID + "\n", "x; run-shell 'id'"):
         with pytest.raises(ValueError, match="not a session id"):
-            audit.hook_command(bad)
+            pane_command.hook_command(bad)
     monkeypatch.setattr(sys, "executable", '/o d/a"b$c#d\\e')
-    cmd = audit.hook_command(SID)
+    cmd = pane_command.hook_command(SID)
     inner = cmd.removeprefix('run-shell -b "').removesuffix('"')
     assert "##" in inner and '\\"' in inner and "\\$" in inner and "\\\\" in inner
     # tmux's double quotes undone, then run-shell's ## (what the shell is finally given):

@@ -62,6 +62,7 @@ LITERALS_ALLOWED = {
     "tmuxjail/pane/launch.py": "the launcher",
     "tmuxjail/pane/spec.py": "the launch spec",
     "tmuxjail/pane/darwin.py": "the launcher's macOS path",
+    "tmuxjail/pane/command.py": "the pane's command line and hooks, stdlib only (built before the policy code loads)",
     "tmuxjail/sandbox/bwrap.py": "rebuilt by the launcher",
     # net/ reads the mode from session JSON and the store's rows, and is stdlib only like the pane.
     "tmuxjail/net/log.py": "session JSON",

@@ -73,7 +73,7 @@ def test_the_same_class_as_typing_builds():
 @pytest.mark.parametrize("base", ["NamedTuple", "Record"])
 def test_the_same_errors_in_a_class_body(base):
     ns = {"NamedTuple": NamedTuple, "Record": Record, "__name__": "m"}
-    with pytest.raises(TypeError, match="Non-default namedtuple field b cannot follow default field a$"):
+    with pytest.raises(TypeError, match=r"Non-default namedtuple field b cannot follow default field a$"):
         exec(f"class Bad({base}):\n    a: int = 1\n    b: int\n", dict(ns))
     with pytest.raises(AttributeError, match="Cannot overwrite NamedTuple attribute _replace"):
         exec(f"class Bad({base}):\n    a: int\n    def _replace(self): pass\n", dict(ns))

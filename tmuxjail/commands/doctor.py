@@ -12,7 +12,8 @@ from ..errors import TmuxjailError
 from ..registry import MODES
 from ..render import Result
 from ..request import StartRequest
-from ..sessions.start import cwd, dry_run
+from ..sessions.place import cwd
+from ..sessions.start import dry_run
 from . import Call
 from .table import JSON, Arg, declares
 

@@ -8,7 +8,8 @@ from .. import log, restrict
 from ..errors import NotApproved, refuse_inside_jail
 from ..render import Result, interactive, policy_text
 from ..request import StartRequest
-from ..sessions.start import cwd, here, preflight, start
+from ..sessions import early
+from ..sessions.place import cwd, here
 from ..tmux import check_name
 from . import Call
 from .table import (
@@ -79,8 +80,12 @@ def run(call: Call) -> Result:
     place = None
     if (a.here or a.split) and not a.dry_run:
         place = here(call.tmux, ctx.env, "window" if a.here else "split", a.split)
+    # A request that started before: its pane opens now, while the policy code loads and resolves.
+    pane = early.spawn(ctx, opts) if place is None else None
+    from ..sessions.start import start  # seam: the policy code (warm or full), after the early pane
+
     try:
-        result = start(ctx, opts, place)
+        result = start(ctx, opts, place, pane)
     except NotApproved as exc:
         # Interactive starts may ask a human; --non-interactive and scripts never do.
         if not exc.data.get("fix") or a.non_interactive or a.dry_run or call.json or not interactive():
@@ -106,6 +111,8 @@ def run_preflight(call: Call) -> Result:
         cwd(call.ctx), a.provider, mode=a.mode, workspaces=tuple(a.workspace), env_name=a.env_name,
         capabilities=tuple(a.capability), non_interactive=True, restriction=restrict.from_file(a.restrict),
         network=a.network, candidate=a.candidate, allow_domains=domains(a))
+    from ..sessions.start import preflight
+
     result = preflight(call.ctx, opts)
     return Result(result, f"ok: {result['mode']} {result['fingerprint']}")
 

@@ -48,6 +48,47 @@ def extra_pane(python: str, sid: str, fp: str) -> list[str]:
     return [*tmuxjail(python), PANE_VERB, "--id", sid, "--fp", fp]
 
 
+def is_session_id(text: str) -> bool:
+    """A session id as the store makes them (store.new_id): a lowercase uuid4's text."""
+    return (len(text) == 36 and all(text[i] == "-" for i in (8, 13, 18, 23))
+            and all(c in "0123456789abcdef" for i, c in enumerate(text) if i not in (8, 13, 18, 23)))
+
+
+def hook_command(sid: str) -> str:
+    """The pane-died hook of an owned strict session: a tmux command holding only the session id
+    (checked to be a uuid) and our interpreter's path, escaped for tmux's parser (inside double
+    quotes) and for run-shell's format expansion (# doubled)."""
+    import shlex
+    import sys
+
+    if not is_session_id(sid):
+        raise ValueError(f"not a session id: {sid!r}")
+    sh = shlex.join([*tmuxjail(sys.executable), "_audit", "--id", sid])
+    sh = f"exec {sh} </dev/null >/dev/null 2>&1"
+    for a, b in (("\\", "\\\\"), ('"', '\\"'), ("$", "\\$"), ("#", "##")):
+        sh = sh.replace(a, b)
+    return f'run-shell -b "{sh}"'
+
+
+def session_hooks(sid: str, mode: str) -> dict[str, str]:
+    """An owned session's hooks: a strict jail audits its workspaces when its pane dies."""
+    return {} if mode == "compatibility" else {"pane-died": hook_command(sid)}
+
+
+def pane_options(sid: str, fp: str, mode_shown: str, provider: str) -> dict[str, str]:
+    """The options a jailed pane (and an owned session) carries: what list, the status line and
+    the keys read. Never trusted alone: kind() reads the fingerprint from the start command."""
+    return {"@tmuxjail_id": sid, "@tmuxjail_fp": fp, "@tmuxjail_mode": mode_shown, "@tmuxjail_provider": provider}
+
+
+def session_options(python: str, sid: str, fp: str) -> dict[str, str]:
+    """An owned session's default-command (tmux runs it with `default-shell -c`): new windows and
+    splits open inside the same jail."""
+    import shlex
+
+    return {"default-command": "exec " + shlex.join(extra_pane(python, sid, fp))}
+
+
 def is_launcher(cmdline: str) -> bool:
     """A process's command line (NULs or spaces between words) is the launcher's."""
     return any(m in cmdline for m in LAUNCHER_MARKS)

@@ -15,12 +15,43 @@ if TYPE_CHECKING:
     from ..sandbox.bwrap import Call
 
 
+WAIT = 30.0  # an early pane's wait for its spec (below SPEC_MAX_AGE: jail.py sweeps the spool)
+POLL = 0.0005
+FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC  # never through a link
+
+
+def open_spec(path: str, wait: float = WAIT) -> int:
+    """The spec's fd. An early pane (sessions/early.py) starts before its spec is written: while
+    the start that opened it keeps `SPEC.pending`, the spec is waited for (at most `wait` s); the
+    start writes the spec, then removes the marker, or removes the marker alone and kills the pane."""
+    deadline = None
+    while True:
+        try:
+            return os.open(path, FLAGS)
+        except FileNotFoundError as exc:
+            if not os.path.lexists(path + ".pending"):
+                try:  # written just before its marker went
+                    return os.open(path, FLAGS)
+                except OSError:
+                    why = exc.strerror
+                    break
+        except OSError as exc:
+            why = exc.strerror
+            break
+        import time
+
+        if deadline is None:
+            deadline = time.monotonic() + wait
+        elif time.monotonic() > deadline:
+            die(f"launch spec {path} never came: the start that opened this pane did not finish; "
+                "refusing to run anything", EXIT_REFUSED)
+        time.sleep(POLL)
+    die(f"launch spec {path} is gone ({why}); this pane was not started by tmuxjail "
+        "start/resume, refusing to run anything", EXIT_REFUSED)
+
+
 def read_spec(path: str) -> dict[str, Any]:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        die(f"launch spec {path} is gone ({exc.strerror}); this pane was not started by tmuxjail "
-            "start/resume, refusing to run anything", EXIT_REFUSED)
+    fd = open_spec(path)
     try:
         os.unlink(path)  # read once, and first: it holds credential values
     except OSError:

@@ -7,59 +7,23 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 
-from .. import audit, jail, stateaudit, warm
+from .. import audit, jail, log, stateaudit, warm
 from ..canon import fingerprint
 from ..context import Context
 from ..effective import GIT_WRITE
 from ..errors import NotApproved, UsageError
 from ..host import mac_layout
-from ..record import Record
 from ..registry import Mode
 from ..request import StartRequest
 from ..tmux import DuplicateSession, check_name
+from .early import Early, Hint, abandon, fits, write_hint
+from .place import Placement, duplicate, session_name
 
 TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
     from ..plan import Plan
-
-
-class Placement(Record):
-    """Where a jail goes when it joins the current tmux session (`--here`, `--split`)."""
-
-    kind: str  # "window" or "split"
-    split: str  # "h" or "v"
-    target: str  # the window (new-window) or pane (split-window)
-    session: str
-
-
-def here(tmux, env: dict, how: str, split: str | None = None) -> Placement:
-    pane = env.get("TMUX_PANE", "")
-    if not tmux.inside or not pane:
-        raise UsageError(f"--{'here' if how == 'window' else 'split'} works only inside tmux",
-                         hint="run it from a tmux pane, or leave it out to start a new session")
-    if tmux.inside.split(",")[0] != tmux.socket:
-        raise UsageError("--here/--split need the tmux server you are in; drop -L/-S")
-    session = tmux.pane_option(pane, "session_name")
-    if not session:
-        raise UsageError(f"tmux pane {pane} is gone")
-    # new-window takes a window; split-window the pane itself.
-    target = tmux.pane_option(pane, "window_id") if how == "window" else pane
-    return Placement(how, split or "v", target, session)
-
-
-def auto_name(provider: str, workspace: str, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(workspace)).strip("-_")[:30] or "ws"
-    while True:
-        name = f"{provider}-{base}-{os.urandom(2).hex()}"
-        if name not in taken:
-            return name
-
-
-def duplicate(name: str) -> UsageError:
-    return UsageError(f"a tmux session named {name!r} already exists on this server")
 
 
 def warn_git_write(pol) -> None:
@@ -110,10 +74,21 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
     return out
 
 
-def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> dict:
+def start(ctx: Context, opts: StartRequest, place: Placement | None = None, early: Early | None = None) -> dict:
     """opts: built (StartRequest.build: its workspaces canonical). place: where --here / --split
     put the jail (it joins the current session); else tmuxjail creates and owns a session, whose
-    default-command opens new panes in the same jail."""
+    default-command opens new panes in the same jail. early: that session's pane, already opened
+    on the request's hint (early.py): used if the request resolves to what it was opened with,
+    else killed; killed too when this start fails before the pane has its spec."""
+    try:
+        return _start(ctx, opts, place, early)
+    except BaseException:
+        if early is not None and early.pending.exists():  # its spec was never written
+            abandon(ctx, early)
+        raise
+
+
+def _start(ctx: Context, opts: StartRequest, place: Placement | None, early: Early | None) -> dict:
     if opts.name is not None:
         check_name(opts.name)
     workspaces = opts.workspaces
@@ -135,18 +110,24 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
     ctx.tmux.require()
     warn_git_write(pol)
     store = ctx.store
-    name = opts.name or auto_name(opts.provider, workspaces[0], store.names(include_stopped=True))
-    old = store.find(name) if opts.name else None
-    if old is not None and old.status == "stopped":  # never two records of one name (28.19)
-        raise UsageError(f"a stopped session named {name!r} exists (its record and last audit are kept)",
-                         hint=f"bring it back with `tmuxjail resume {name}`, or pick another --name "
-                              "(`tmuxjail prune` forgets stopped sessions)")
+    if early is not None and not fits(early, fp, jail.display_mode(pol), pol.mode.value):
+        abandon(ctx, early)
+        log.info("early_pane_killed", session=early.name, hinted=early.hint.fp, resolved=fp)
+        early = None
+    name = early.name if early is not None else session_name(ctx, opts)
+    early_pane = None
+    if early is not None:
+        try:
+            early_pane = early.pane()
+        except DuplicateSession:
+            raise duplicate(name) from None
     # A tmux session of that name is refused by new-session itself (one tmux run less before
     # the pane): the row made meanwhile is then forgotten (DuplicateSession below).
     data = pol.to_data()
     stored = opts._replace(mode=pol.mode.value, placement=place.kind if place is not None else None)
     try:
         row = store.insert_session(
+            id=early.sid if early is not None else None,
             name=name, provider=opts.provider, mode=jail.display_mode(pol), env_name=opts.env_name,
             workspace=workspaces[0], fingerprint=fp, policy=json.dumps(data, sort_keys=True),
             request=stored.to_json(), status="starting", native_id=native_id,
@@ -154,7 +135,7 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
             tmux_session=place.session if place else name, approval_id=p.approval["id"] if p.approval else None,
         )
     except UsageError:
-        if place is None and ctx.tmux.has_session(name):  # both: the tmux session is named first
+        if place is None and early is None and ctx.tmux.has_session(name):  # both: the tmux session is named first
             raise duplicate(name) from None
         raise
     spec = None
@@ -162,13 +143,18 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
         jail.prepare_dirs(ctx, pol, adapter)
         audit.baseline(store, row.id, workspaces)  # before the jail can change anything
         stateaudit.baseline(store, row.id, data)  # and the CLI's own state it could (verified)
-        spec = jail.write_spec(ctx, row.id, fp, pol, launch, trace=opts.trace)
-        argv, options = jail.pane_argv(fp, spec.path), jail.options(row.id, pol, fp)
-        if place is not None:
-            pane = ctx.tmux.new_pane(place.kind, place.target, argv, workspaces[0], options,
-                                     detach=opts.detach, split=place.split, window=opts.provider)
+        spec = jail.write_spec(ctx, row.id, fp, pol, launch, trace=opts.trace,
+                               at=(early.spec, early.status) if early is not None else None)
+        if early_pane is not None:
+            os.unlink(early.pending)  # type: ignore[union-attr]  # the spec is in place: the launcher reads it
+            pane = early_pane
+            log.info("early_pane", session=name)
+        elif place is not None:
+            pane = ctx.tmux.new_pane(place.kind, place.target, jail.pane_argv(fp, spec.path), workspaces[0],
+                                     jail.options(row.id, pol, fp), detach=opts.detach, split=place.split,
+                                     window=opts.provider)
         else:
-            pane = ctx.tmux.new_session(name, argv, workspaces[0], options,
+            pane = ctx.tmux.new_session(name, jail.pane_argv(fp, spec.path), workspaces[0], jail.options(row.id, pol, fp),
                                         session_options=jail.session_options(row.id, fp),
                                         hooks=jail.session_hooks(row.id, pol))
     except BaseException as exc:
@@ -179,16 +165,13 @@ def start(ctx: Context, opts: StartRequest, place: Placement | None = None) -> d
             raise duplicate(name) from None
         store.update_session(row.id, status="failed", failure=str(exc)[:500])
         raise
+    if place is None and early_pane is None:  # an early pane used: its hint holds already
+        write_hint(ctx, opts, Hint(fp, jail.display_mode(pol), pol.mode.value))
     # Where the server really put its socket (tmux falls back from a TMUX_TMPDIR it cannot use).
     store.update_session(row.id, tmux_pane=pane, tmux_socket=ctx.tmux.refresh_socket())
     # Placed in the current session, the new window or split is already in front of the user.
     with jail.spec_discarded_on_failure(spec):
         return jail.settle(ctx, row.id, name, pane, spec, "start", pol, fp, opts.detach or place is not None)
-
-
-def cwd(ctx: Context) -> str:
-    """Where relative workspaces start from (the shell's $PWD, which keeps its symlinks)."""
-    return ctx.env.get("PWD") or os.getcwd()
 
 
 def preflight(ctx: Context, opts: StartRequest) -> dict:
