@@ -44,7 +44,7 @@ def main(argv: list[str]) -> None:
     from ..canon import fingerprint
 
     expected, spec_path = argv[1], argv[2]
-    spec = read_spec(spec_path)
+    spec = read_spec(spec_path, meanwhile=load_ahead)
     policy = spec.get("policy")
     if not isinstance(policy, dict) or fingerprint(policy) != expected or spec.get("fingerprint") != expected:
         die("the policy does not match the fingerprint of this pane (tampered); refusing", EXIT_REFUSED)
@@ -104,6 +104,14 @@ def main(argv: list[str]) -> None:
         TRACE_HEAD[:] = traced(spec)
     exe_unchanged(exe)
     exec_closing(call.argv("--seccomp", str(keep[0]), "--json-status-fd", str(keep[1]), *proxy), env, keep)
+
+
+def load_ahead() -> None:
+    """An early pane waits for its spec: load now what the launch after it would load (the
+    launch then takes only the checks themselves). Imports only: nothing runs, nothing opens."""
+    from .. import canon  # noqa: F401
+    from ..net import inside  # noqa: F401
+    from ..sandbox import landlock, libc, pids, seccomp  # noqa: F401
 
 
 def traced(spec: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ from .refuse import EXIT_REFUSED, die
 
 TYPE_CHECKING = False  # typing itself is not imported: this runs on every start
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
     from ..sandbox.bwrap import Call
@@ -20,10 +21,11 @@ POLL = 0.0005
 FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC  # never through a link
 
 
-def open_spec(path: str, wait: float = WAIT) -> int:
+def open_spec(path: str, wait: float = WAIT, meanwhile: Callable[[], object] | None = None) -> int:
     """The spec's fd. An early pane (sessions/early.py) starts before its spec is written: while
-    the start that opened it keeps `SPEC.pending`, the spec is waited for (at most `wait` s); the
-    start writes the spec, then removes the marker, or removes the marker alone and kills the pane."""
+    the start that opened it keeps `SPEC.pending`, the spec is waited for (at most `wait` s), and
+    `meanwhile` runs once first; the start writes the spec, then removes the marker, or kills the
+    pane, then removes the marker."""
     deadline = None
     while True:
         try:
@@ -42,6 +44,8 @@ def open_spec(path: str, wait: float = WAIT) -> int:
 
         if deadline is None:
             deadline = time.monotonic() + wait
+            if meanwhile is not None:
+                meanwhile()
         elif time.monotonic() > deadline:
             die(f"launch spec {path} never came: the start that opened this pane did not finish; "
                 "refusing to run anything", EXIT_REFUSED)
@@ -50,8 +54,8 @@ def open_spec(path: str, wait: float = WAIT) -> int:
         "start/resume, refusing to run anything", EXIT_REFUSED)
 
 
-def read_spec(path: str) -> dict[str, Any]:
-    fd = open_spec(path)
+def read_spec(path: str, meanwhile: Callable[[], object] | None = None) -> dict[str, Any]:
+    fd = open_spec(path, meanwhile=meanwhile)
     try:
         os.unlink(path)  # read once, and first: it holds credential values
     except OSError:
