@@ -150,6 +150,8 @@ class Env:
         tmux_dir = Path("/tmp", f"tmux-{os.getuid()}")  # environ() drops TMUX_TMPDIR
         # ... and those of servers in a TMUX_TMPDIR inside this test's directory.
         for sock in [*tmux_dir.glob(f"{self.socket}*"), *self.root.glob("**/tmux-*/*")]:
+            if sock.name == f"{self.socket}.lock":  # a server killed while it started leaves its lock
+                sock.unlink(missing_ok=True)
             if not sock.is_socket():
                 continue
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True, env=self.environ())

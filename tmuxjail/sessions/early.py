@@ -105,15 +105,15 @@ def write_hint(ctx: Context, opts: StartRequest, hint: Hint) -> None:
     if hint.mode not in (Mode.compatibility.value, Mode.isolated.value):
         _unlink(path)  # the request now resolves to a mode the early pane is not for
         return
+    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}")
     try:
         ensure_private_dir(path.parent)
-        tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(hint._asdict(), f)
         os.replace(tmp, path)
     except OSError:
-        pass
+        _unlink(tmp)
 
 
 def spawn(ctx: Context, opts: StartRequest) -> Early | None:
