@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -137,5 +138,8 @@ def test_a_jail_cannot_reach_the_hints(jail_env, mode):
     before = hint.read_text()
     env.clear_report()
     env.json("start", "codex", "--mode", mode, "--detach", "--name", "two", "--", "--outside", str(hint))
-    assert env.report()["write-outside"] == "denied"
+    deadline = time.monotonic() + 10  # the stand-in writes its report line by line
+    while "write-outside" not in (report := env.report()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert report["write-outside"] == "denied"
     assert hint.read_text() == before
