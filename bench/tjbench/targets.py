@@ -41,6 +41,8 @@ TARGETS = (
            "warm start, 400 MB", 1.5),
     Target("18.5", "first screen, isolated jail vs bare tmux pane", "firstscreen", "", "bare tmux pane", 1.15,
            "before"),
+    Target("30.7", "first screen, isolated jail vs bare tmux pane", "firstscreen", "", "bare tmux pane", 1.25,
+           "before"),
     Target("18.6", "a failing start answers (max over runs)", "failure", "", None, 1.0, "after"),
     Target("18.7", "list --json at 500 sessions vs the libtmux floor", "list", "500 session", "libtmux", 1.5),
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from tjbench.firstscreen import HOLD, Stable, bare_command, first_stable, visible
+from tjbench.firstscreen import HOLD, Seen, Stable, bare_command, first_stable, matched, visible
 
 
 def seq(*steps: tuple[float, str], until: float, every: float = 0.02) -> list[tuple[float, str]]:
@@ -119,3 +119,25 @@ def test_a_cli_that_exits_keeps_its_screen_tmuxs_dead_pane_line_is_not_a_change(
     assert visible(dead) == visible(drawn)
     assert first_stable([(0.0, ""), (1.0, visible(drawn)), (1.1, visible(dead)), (1.3, visible(dead))]) == 1.0
     assert visible("Pane is dead inside the CLI's own text") == "Pane is dead inside the CLI's own text"
+
+
+def _runs(*screens: str | None) -> list[Seen]:
+    return [Seen(None if s is None else 0.5, 0.1, s or "", "") for s in screens]
+
+
+def test_runs_that_all_settle_on_one_screen_are_compared_as_they_are():
+    assert matched({"jail": _runs("A\n", "A\n", "A\n"), "bare": _runs("A\n", "A\n", "A\n")}) is None
+
+
+def test_sides_that_settle_on_different_screens_are_compared_on_the_screen_both_reached_most():
+    jail = _runs("Unable\n", "Unable\n", "Unable\n", "Unable\n", "Welcome\n")
+    bare = _runs("Welcome\n", "Welcome\n", "Unable\n", "Unable\n", "Unable\n")
+    assert matched({"jail": jail, "bare": bare}) == "Unable"
+
+
+def test_no_screen_both_sides_reached_often_enough_compares_nothing():
+    jail = _runs("Unable\n", "Unable\n", "Unable\n", "Welcome\n")
+    bare = _runs("Welcome\n", "Welcome\n", "Welcome\n", "Unable\n")
+    assert matched({"jail": jail, "bare": bare}) is None
+    assert matched({"jail": jail, "bare": bare}, least=1) in ("Unable", "Welcome")
+    assert matched({"jail": _runs("A\n", None, None), "bare": _runs(None, None, None)}, least=1) == "none in 30 s"
