@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -207,6 +208,11 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise damaged(path, exc) from None
         self.db.row_factory = sqlite3.Row
+        # A connection and its statement cache refer to each other: dropped, it waits for the cycle
+        # collector, and a CLI that leaves without the interpreter's teardown (cli.leave) never
+        # closes it, leaving its writes in the WAL. So it closes with its store, or at exit
+        # (atexit runs there): the last connection folds the WAL into the store file, as before.
+        weakref.finalize(self, self.db.close)
 
     def close(self) -> None:
         self.db.close()

@@ -16,16 +16,13 @@ pytestmark = pytest.mark.integration
 HEAVY = ("pydantic", "structlog", "libtmux", "sqlite3", "platformdirs")
 POLICY_CODE = ("tmuxjail.plan", "tmuxjail.jail", "tmuxjail.policy", "tmuxjail.model", "tmuxjail.profiles")
 
+# The modules are listed at exit (atexit: cli.leave exits without returning, and runs these).
 RUN = """
-import json, sys
+import atexit, json, sys
 sys.argv = ["tmuxjail", *json.loads(sys.argv[1])]
-try:
-    from tmuxjail.cli import main
-    main()
-except SystemExit:
-    pass
-sys.stdout.flush()
-sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+from tmuxjail.cli import main
+main()
 """
 
 

@@ -58,3 +58,16 @@ def test_a_running_thread_or_odd_code_gets_the_ordinary_exit():
     assert (p.returncode, p.stdout) == (4, "thread done\n")
     p = run("leave(None)")
     assert p.returncode == 0
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["store-alive-at-exit", "store-dropped-before"])
+def test_the_store_is_closed_and_its_wal_folded_in(tmp_path, kept):
+    # A connection and its statement cache form a cycle: without the store closing it, the
+    # writes would stay in store.db-wal (os._exit runs no cycle collector).
+    db = tmp_path / "store.db"
+    body = (f"from tmuxjail.store import Store\ns = Store(__import__('pathlib').Path({str(db)!r}))\n"
+            "s.event('test', None, n=1)\n" + ("" if kept else "del s\n") + "leave(0)")
+    p = run(body)
+    assert p.returncode == 0, p.stderr
+    assert db.stat().st_size > 4096  # the tables and the event are in the file itself
+    assert not (tmp_path / "store.db-wal").exists()

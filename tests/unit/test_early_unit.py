@@ -65,9 +65,10 @@ def test_a_spec_written_while_the_marker_is_there_is_read(tmp_path):
     path = tmp_path / "s.json"
     (tmp_path / "s.json.pending").touch()
 
-    def later() -> None:
+    def later() -> None:  # as jail.write_spec does: written aside, then linked in whole
         time.sleep(0.1)
-        path.write_text("{}")
+        (tmp_path / "aside").write_text("{}")
+        os.link(tmp_path / "aside", path)
         os.unlink(tmp_path / "s.json.pending")
 
     threading.Thread(target=later).start()
