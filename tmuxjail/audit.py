@@ -17,7 +17,8 @@ import json
 import time
 import unicodedata
 
-from . import paths, stateaudit
+from . import ahead, paths, stateaudit
+from .ahead import Ahead
 from .errors import FINDINGS, TmuxjailError
 from .pane import command as pane_command
 from .render import fail
@@ -63,18 +64,46 @@ def workspaces(row) -> list[str]:
         return [row.workspace]
 
 
-def baseline(store, sid: str, roots) -> dict:
-
-    # The jail starts hundreds of ms after this, far more than the file system's coarse clock
-    # lags (a tick): what it changes has a later ctime, what was there before an earlier one.
-    since = time.time_ns()
+def snapshot(roots) -> dict:
+    """The start's walk of its workspaces, as the `audit-base` event keeps it."""
     t0 = time.monotonic()
     s = scan(roots, stat_files=False)
     ids = {f["id"]: f["sig"] for f in s.findings}
-    data = {"ids": dict(itertools.islice(ids.items(), BASE_IDS)), "since_ns": since, "entries": s.entries,
+    data = {"ids": dict(itertools.islice(ids.items(), BASE_IDS)), "entries": s.entries,
             "capped": s.capped[:MAX_REASONS], "ms": round((time.monotonic() - t0) * 1000, 1)}
     if len(ids) > BASE_IDS:  # past the event's bound: what is not in it reads as `added` (loud, not lost)
         data["partial"] = len(ids)
+    return data
+
+
+_AHEAD: tuple[Ahead, tuple[str, ...], int] | None = None  # the walk started ahead, its roots, its time
+
+
+def snapshot_ahead(roots) -> None:
+    """Start the snapshot in a child process (ahead.py) as soon as the workspaces are known: a
+    big workspace takes tens of ms to walk (50 ms for 3,000 directories), which then overlap the
+    policy's loading and resolution instead of following them. baseline() takes it."""
+    global _AHEAD
+    roots = tuple(roots)
+    since = time.time_ns()  # before the walk begins, as baseline() takes it
+    _AHEAD = (ahead.start(snapshot, roots), roots, since)
+
+
+def baseline(store, sid: str, roots) -> dict:
+    """Record the snapshot before the jail can change anything: the one started ahead for these
+    very roots if it answered well, else walked now. Its time is taken before its walk began, and
+    the jail runs only after this returns (the spec is written after it)."""
+    global _AHEAD
+    taken, _AHEAD = _AHEAD, None
+    data = taken[0].result() if taken is not None and taken[1] == tuple(roots) else None
+    if isinstance(data, dict) and isinstance(data.get("ids"), dict) and isinstance(data.get("entries"), int):
+        since = taken[2]  # type: ignore[index]
+    else:
+        # The jail starts hundreds of ms after this, far more than the file system's coarse clock
+        # lags (a tick): what it changes has a later ctime, what was there before an earlier one.
+        since = time.time_ns()
+        data = snapshot(roots)
+    data["since_ns"] = since
     store.event("audit-base", sid, **data)
     return data
 

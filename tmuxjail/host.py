@@ -4,7 +4,6 @@ namespaces work."""
 
 from __future__ import annotations
 
-import marshal
 import os
 import stat
 import subprocess
@@ -14,7 +13,8 @@ from pathlib import Path
 
 import tmuxjail
 
-from . import gitconfig, trust
+from . import ahead, gitconfig, trust
+from .ahead import Ahead
 from .budget import USER_COUNTS
 from .pane.command import is_launcher
 from .record import Record
@@ -61,48 +61,31 @@ def root_only(roots=ROOT_WALK) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(files)), tuple(sorted(dirs))
 
 
-_AHEAD: tuple[int, int, tuple[str, ...]] | None = None  # (pid, pipe, roots) of the walk started ahead
+_AHEAD: tuple[Ahead, tuple[str, ...]] | None = None  # the walk started ahead, and its roots
 
 
 def root_only_ahead(roots: tuple[str, ...] = ROOT_WALK) -> None:
-    """Start root_only() in a child process, so that the walk (~15 ms of stat calls) runs on
-    another core while this one imports and resolves; root_only_walked() takes its answer.
-    (A thread would not: the main thread holds the GIL through the imports.)"""
+    """Start root_only() in a child process (ahead.py), so that the walk (~15 ms of stat calls)
+    runs on another core while this one imports and resolves; root_only_walked() takes its answer."""
     global _AHEAD
-    if _AHEAD is not None:
-        return
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: walk, write, exit without running anything of the parent's
-        code = 1
-        try:
-            os.close(r)
-            data = marshal.dumps(root_only(roots))
-            while data:
-                data = data[os.write(w, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    _AHEAD = (pid, r, roots)
+    if _AHEAD is None:
+        _AHEAD = (ahead.start(_walk, roots), roots)
+
+
+def _walk(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return root_only(roots)  # looked up when the child runs
 
 
 def root_only_walked(roots: tuple[str, ...] = ROOT_WALK) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """root_only(roots): the walk root_only_ahead started, when it finished well; else walked now."""
     global _AHEAD
     if _AHEAD is not None:
-        pid, r, ahead = _AHEAD
+        child, walked = _AHEAD
         _AHEAD = None
-        with os.fdopen(r, "rb") as f:
-            data = f.read()
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) == 0:
-            try:
-                files, dirs = marshal.loads(data)
-                if ahead == roots and all(isinstance(p, str) for p in (*files, *dirs)):
-                    return tuple(files), tuple(dirs)
-            except (EOFError, ValueError, TypeError):
-                pass
+        got = child.result()
+        if walked == roots and isinstance(got, tuple) and len(got) == 2 and all(
+                isinstance(part, tuple) and all(isinstance(p, str) for p in part) for part in got):
+            return got[0], got[1]
     return root_only(roots)
 
 

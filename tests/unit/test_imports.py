@@ -40,7 +40,7 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
         # io (one owner each: OWNERS below)
         "tmuxjail.tmux", "tmuxjail.store", "tmuxjail.host", "tmuxjail.identity", "tmuxjail.paths", "tmuxjail.log",
         "tmuxjail.context", "tmuxjail.audit", "tmuxjail.stateaudit", "tmuxjail.doctor", "tmuxjail.policycache",
-        "tmuxjail.facts", "tmuxjail.enforce",
+        "tmuxjail.facts", "tmuxjail.enforce", "tmuxjail.ahead",
         "tmuxjail.conversation"),
      "side by side: the policy's pure computation and the one owner of each outside thing it reads"),
     ("resolution and rows", ("tmuxjail.plan", "tmuxjail.status", "tmuxjail.warm"),
@@ -127,6 +127,7 @@ SEAMS = {
     ("tmuxjail.net.listen", "tmuxjail.sandbox.libc"): "the proxy's helper joins the jail's namespaces (setns) once bwrap runs",
     ("tmuxjail.testing.darwin", "tmuxjail.cli"): "the seam runs the normal CLI once it has set the platform",
     ("tmuxjail.testing.darwin", "tmuxjail.pane.launch"): "the seam runs the normal launcher once it has set the platform",
+    ("tmuxjail.commands.start", "tmuxjail.audit"): "the workspace's walk for the audit starts in a child once the early pane is out",
     ("tmuxjail.commands.start", "tmuxjail.sessions.approve"): "asking a human to approve (the profiles, pydantic)",
     ("tmuxjail.commands.start", "tmuxjail.sessions.start"): "the policy code loads after the early pane is spawned",
     ("tmuxjail.warm", "tmuxjail.plan"): "a warm start's miss: the full resolution (pydantic, the profiles)",

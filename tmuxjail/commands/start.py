@@ -82,6 +82,10 @@ def run(call: Call) -> Result:
         place = here(call.tmux, ctx.env, "window" if a.here else "split", a.split)
     # A request that started before: its pane opens now, while the policy code loads and resolves.
     pane = early.spawn(ctx, opts) if place is None else None
+    if not a.dry_run:
+        from .. import audit  # seam: the workspace's walk for the audit starts now, on another core
+
+        audit.snapshot_ahead(opts.workspaces)
     from ..sessions.start import start  # seam: the policy code (warm or full), after the early pane
 
     try:
