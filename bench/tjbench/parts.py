@@ -295,6 +295,38 @@ def big_opt(b: Bench) -> None:
         shutil.rmtree(staged, ignore_errors=True)
 
 
+BIG_WS_ENTRIES = 30_000  # a workspace with a node_modules: the audit's snapshot walks all of it
+
+
+def big_workspace(b: Bench) -> None:
+    """A warm start in a workspace holding ~30,000 entries (npm-like trees) against the same
+    start in an empty workspace, interleaved run by run: what the audit's snapshot of the
+    workspace (walked in a child while the policy loads) still adds. Info: no target."""
+    n, res, w = b.n, b.results, b.world("bigws")
+    make_standin(w.bin / "codex", SMALL_SIZE)
+    big, empty = w.workspace("big"), w.workspace("empty")
+    made = _npm_like(big, BIG_WS_ENTRIES)
+    w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
+
+    def one(ws: Path, i: int) -> float | None:
+        t = _started(time_until_ready(w.tj("start", "codex", "--mode", "isolated", "--workspace", str(ws),
+                                           "--name", f"{ws.name}{i}", "--detach"), w.env, ws / READY),
+                     f"tmuxjail start ({ws.name} workspace)")
+        w.kill_session(f"{ws.name}{i}")
+        return t.ready
+
+    for ws in (big, empty):  # warm-up, not counted
+        one(ws, 0)
+    got: dict[str, list[float | None]] = {"big": [], "empty": []}
+    for i in range(1, n + 1):
+        for ws in ((big, empty) if i % 2 else (empty, big)):
+            got[ws.name].append(one(ws, i))
+    w.tmux("kill-server", check=False)
+    row = res.add("start", "tmuxjail start → ready, a workspace with 30,000 entries (warm, info)", "s", got["big"],
+                  note=f"{made} entries (npm-like trees) in the workspace; the audit's snapshot walks them")
+    row.compare("same, an empty workspace", got["empty"])
+
+
 # -- 1b. the in-pane launcher, to its exec of bwrap (issue 18.3) --------------------------------
 
 LAUNCH_STUB = ("import sys, os; sys.path[:0] = [{root!r}]; os.execve = lambda *a: os._exit(0); "
@@ -675,6 +707,6 @@ def work(b: Bench) -> None:
 
 
 PARTS: dict[str, Callable[[Bench], None]] = {
-    "start": start, "limits": limits, "bigopt": big_opt, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
+    "start": start, "limits": limits, "bigopt": big_opt, "bigws": big_workspace, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
     "cli": cli, "work": work, "firstscreen": firstscreen,
 }
