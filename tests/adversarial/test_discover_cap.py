@@ -58,6 +58,15 @@ def on_a_terminal(env, *args, timeout=60) -> str:
             os.write(master, b"n\n")
             out += b"\n(answered n)\n"
     proc.wait(timeout=10)
+    # What it wrote before exiting is still in the terminal: read it to the end (EIO on Linux).
+    while select.select([master], [], [], 1)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
     os.close(master)
     return out.decode(errors="replace")
 
