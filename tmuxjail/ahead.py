@@ -25,6 +25,14 @@ class Ahead:
     def __init__(self, pid: int, fd: int) -> None:
         self.pid, self.fd = pid, fd
 
+    def cancel(self) -> None:
+        """Not wanted after all: the child is killed and reaped, its pipe closed."""
+        try:
+            os.kill(self.pid, 9)
+        except OSError:
+            pass
+        self.result()
+
     def result(self) -> object | None:
         """The child's answer; None when it failed (the caller does the work itself)."""
         try:
@@ -41,9 +49,19 @@ class Ahead:
             return None
 
 
-def start(fn: Callable[..., Any], *args: object) -> Ahead:
-    r, w = os.pipe()
-    pid = os.fork()
+def start(fn: Callable[..., Any], *args: object) -> Ahead | None:
+    """fn(*args) under way in a child; None when no child can be made (out of processes or
+    descriptors): the caller then does the work itself."""
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
     if pid == 0:  # the child: compute, write, exit without running anything of the parent's
         code = 1
         try:

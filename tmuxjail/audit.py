@@ -76,7 +76,7 @@ def snapshot(roots) -> dict:
     return data
 
 
-_AHEAD: tuple[Ahead, tuple[str, ...], int] | None = None  # the walk started ahead, its roots, its time
+_AHEAD: tuple[Ahead | None, tuple[str, ...], int] | None = None  # the walk started ahead, its roots, its time
 
 
 def snapshot_ahead(roots) -> None:
@@ -84,6 +84,8 @@ def snapshot_ahead(roots) -> None:
     big workspace takes tens of ms to walk (50 ms for 3,000 directories), which then overlap the
     policy's loading and resolution instead of following them. baseline() takes it."""
     global _AHEAD
+    if _AHEAD is not None and _AHEAD[0] is not None:
+        _AHEAD[0].cancel()
     roots = tuple(roots)
     since = time.time_ns()  # before the walk begins, as baseline() takes it
     _AHEAD = (ahead.start(snapshot, roots), roots, since)
@@ -95,7 +97,12 @@ def baseline(store, sid: str, roots) -> dict:
     the jail runs only after this returns (the spec is written after it)."""
     global _AHEAD
     taken, _AHEAD = _AHEAD, None
-    data = taken[0].result() if taken is not None and taken[1] == tuple(roots) else None
+    data = None
+    if taken is not None and taken[0] is not None:
+        if taken[1] == tuple(roots):
+            data = taken[0].result()
+        else:
+            taken[0].cancel()
     if isinstance(data, dict) and isinstance(data.get("ids"), dict) and isinstance(data.get("entries"), int):
         since = taken[2]  # type: ignore[index]
     else:

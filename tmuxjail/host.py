@@ -61,7 +61,7 @@ def root_only(roots=ROOT_WALK) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(files)), tuple(sorted(dirs))
 
 
-_AHEAD: tuple[Ahead, tuple[str, ...]] | None = None  # the walk started ahead, and its roots
+_AHEAD: tuple[Ahead | None, tuple[str, ...]] | None = None  # the walk started ahead, and its roots
 
 
 def root_only_ahead(roots: tuple[str, ...] = ROOT_WALK) -> None:
@@ -82,7 +82,7 @@ def root_only_walked(roots: tuple[str, ...] = ROOT_WALK) -> tuple[tuple[str, ...
     if _AHEAD is not None:
         child, walked = _AHEAD
         _AHEAD = None
-        got = child.result()
+        got = child.result() if child is not None else None
         if walked == roots and isinstance(got, tuple) and len(got) == 2 and all(
                 isinstance(part, tuple) and all(isinstance(p, str) for p in part) for part in got):
             return got[0], got[1]

@@ -27,13 +27,15 @@ def _raise():
 
 
 def test_the_childs_answer_is_the_works_answer():
-    assert ahead.start(_value, 3).result() == _value(3)
+    child = ahead.start(_value, 3)
+    assert child is not None and child.result() == _value(3)
 
 
 @pytest.mark.parametrize("fn,args", [(_die, (3,)), (_die, (0,)), (_raise, ()), (object, ())],
                          ids=["exits-3", "exits-0-without-answer", "raises", "unmarshalable"])
 def test_a_child_that_fails_is_no_answer(fn, args):
-    assert ahead.start(fn, *args).result() is None
+    child = ahead.start(fn, *args)
+    assert child is not None and child.result() is None
 
 
 def _workspace(tmp_path):
@@ -83,3 +85,29 @@ def test_a_snapshot_of_other_roots_or_a_failed_child_is_walked_again(tmp_path, m
     mark = time.time_ns()
     got = audit.baseline(store, "s3", [ws])
     assert got["ids"] == want and got["since_ns"] >= mark
+
+
+def test_no_child_to_be_had_means_the_work_is_done_here(tmp_path, monkeypatch):
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert ahead.start(_value, 1) is None
+    ws = _workspace(tmp_path)
+    audit.snapshot_ahead([ws])  # a start under a process limit: no child, and no error
+    got = audit.baseline(Store(tmp_path / "store.db"), "s4", [ws])
+    assert got["ids"] == audit.snapshot([ws])["ids"]
+    from tmuxjail import host
+
+    host.root_only_ahead((str(tmp_path),))
+    assert host.root_only_walked((str(tmp_path),)) == host.root_only((str(tmp_path),))
+
+
+def test_a_walk_not_wanted_is_killed_and_reaped():
+    child = ahead.start(time.sleep, 30)
+    assert child is not None
+    t0 = time.monotonic()
+    child.cancel()
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)  # reaped: no zombie left
