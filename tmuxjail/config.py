@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from pathlib import Path
 
 from .errors import ConfigError, TmuxjailError
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
-        "limits", "network", "discover"}
+        "limits", "network", "discover", "worktree"}
 # [discover] trace_cap: bytes of strace output a discovery run may write before it is stopped. A
 # plain start of a CLI writes a few MB; strace writes ~110 MB/s for a CLI that floods it on purpose.
 TRACE_CAP = 256 << 20
@@ -118,6 +119,9 @@ class Config(Record):
     allow_domains: dict[str, tuple[str, ...]] = dict.fromkeys(MODES, (ANY,))
     env_network: str | None = None  # TMUXJAIL_NETWORK as given (it narrowed `network`)
     trace_cap: int = TRACE_CAP  # [discover] trace_cap
+    # [worktree] root (None: beside the repository, REPO.worktrees/) and branch_prefix (docs/worktrees.md)
+    worktree_root: str | None = None
+    branch_prefix: str = "tmuxjail/"
 
 
 def _size(value: object) -> int | None:
@@ -139,6 +143,21 @@ def _discover(raw: object, source: str) -> int:
         raise ConfigError(f"{source}: discover.trace_cap: must be a whole number of at least {TRACE_CAP_MIN} "
                           'bytes (or "256M", "1G")')
     return n
+
+
+def _worktree(raw: object, source: str) -> tuple[str | None, str]:
+    """[worktree] root = an absolute directory (or ~/...); branch_prefix = "tmuxjail/"."""
+    if not isinstance(raw, dict) or set(raw) - {"root", "branch_prefix"}:
+        raise ConfigError(f"{source}: worktree: only 'root' and 'branch_prefix' may be set")
+    root = raw.get("root")
+    if root is not None and (not isinstance(root, str) or not root.startswith(("/", "~/")) or not root.isprintable()):
+        raise ConfigError(f"{source}: worktree.root: must be an absolute path (or ~/...)")
+    prefix = raw.get("branch_prefix", "tmuxjail/")
+    if not isinstance(prefix, str) or not re.fullmatch(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,40}/){1,3}", prefix) \
+            or ".." in prefix or ".lock/" in prefix:
+        raise ConfigError(f"{source}: worktree.branch_prefix: must be like \"tmuxjail/\" (words of letters, "
+                          "digits, '.', '_' or '-', each ending in '/')")
+    return root, prefix
 
 
 def _limits(raw: object, source: str) -> dict[str, Any]:
@@ -275,6 +294,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
     limits = _limits(raw.get("limits", {}), source)
     network = _network(raw.get("network", {}), source, env_network)
     allow_domains = _allow_domains(raw.get("network", {}).get("allow_domains", {}), source)
+    worktree = _worktree(raw.get("worktree", {}), source)
     return Config(
         limits=limits,
         network=network,
@@ -288,6 +308,8 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         source=source,
         env_network=env_network or None,
         trace_cap=_discover(raw.get("discover", {}), source),
+        worktree_root=worktree[0],
+        branch_prefix=worktree[1],
     )
 
 

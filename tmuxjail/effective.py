@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 SCHEMA = 1  # Policy.schema_version
 # Absent from the JSON form when empty: the fingerprints of host and none sessions (and of every
 # mode but verified, for the state guards) stay what they were before these fields existed.
-DROPPED_EMPTY = ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit")
+# Where a worktree session's git directory and the repository's objects are in its jail: paths
+# under the jail's own /run, which do not exist on the host (docs/worktrees.md).
+JAIL_GITDIR = "/run/tmuxjail/worktree/git"
+JAIL_OBJECTS = "/run/tmuxjail/worktree/objects"
+DROPPED_EMPTY = ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit", "worktree")
 
 
 def never_passed(name: str) -> bool:
@@ -117,6 +121,9 @@ class Policy(Record):
     state_guards: tuple[str, ...] = ()
     state_copies: tuple[tuple[str, str], ...] = ()
     state_audit: tuple[str, ...] = ()  # ... and those the audit names when changed (stateaudit.py)
+    # --worktree: (the agent's git directory, the user's object store), bound writable and read-only
+    # at worktree.JAIL_GITDIR and JAIL_OBJECTS (docs/worktrees.md); strict modes under bwrap only.
+    worktree: tuple[str, ...] = ()
 
     def checked(self) -> Policy:
         """This policy with its invariants checked (ValueError if one does not hold)."""
@@ -124,6 +131,9 @@ class Policy(Record):
             raise ValueError(f"network {self.network!r}: must be host, none or proxy")
         if self.network != "proxy" and (self.allow_domains or self.resolve):
             raise ValueError("allow_domains and resolve apply to network proxy only")
+        if self.worktree and (len(self.worktree) != 2 or not self.mode.strict
+                              or not all(p.startswith("/") for p in self.worktree)):
+            raise ValueError("worktree: (git directory, object store), absolute, in a strict mode only")
         return self._replace(allow_domains=check_patterns(self.allow_domains, "allow_domains"))
 
     def to_data(self) -> dict[str, Any]:
@@ -153,7 +163,7 @@ class Policy(Record):
             resolve=tuple((str(n), str(a), bool(t)) for n, a, t in data.get("resolve", ())),
             limits=Limits.from_data(data.get("limits", {})), state_guards=strs("state_guards"),
             state_copies=tuple((str(h), str(c)) for h, c in data.get("state_copies", ())),
-            state_audit=strs("state_audit"),
+            state_audit=strs("state_audit"), worktree=strs("worktree"),
         ).checked()
 
 

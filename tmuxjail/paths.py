@@ -142,3 +142,22 @@ def home_problem(env) -> str | None:
 
 
 HOME_FIX = "export HOME=/a/directory/you/own   (e.g. the home in your passwd entry), then rerun"
+
+
+def remove_tree(path: str) -> None:
+    """rmtree that also removes what a jail left unwritable (a directory mode 0555): the home is
+    ours, its modes are the jail's. Links are removed, never followed."""
+    import shutil
+    import stat
+    import sys
+
+    def again(func, p, _exc):
+        os.chmod(os.path.dirname(p), stat.S_IRWXU)
+        if os.path.isdir(p) and not os.path.islink(p):
+            os.chmod(p, stat.S_IRWXU)
+        func(p)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=again)
+    else:
+        shutil.rmtree(path, onerror=again)

@@ -52,7 +52,8 @@ def policy_request(r: StartRequest, mode: Mode) -> policy.Request:
     """What of a start request reaches the policy (mode: resolved from the config's default)."""
     return policy.Request(provider=r.provider, mode=mode, workspaces=r.workspaces, env_name=r.env_name,
                           capabilities=tuple(r.capabilities), network=r.network,
-                          allow_domains=tuple(r.allow_domains or ()))
+                          allow_domains=tuple(r.allow_domains or ()),
+                          worktree=(r.worktree["gitdir"], r.worktree["objects"]) if r.worktree else None)
 
 
 def resolve(ctx: Context, request: StartRequest, gate: bool = True) -> Plan:

@@ -50,6 +50,7 @@ REASONS = {
     "resolve": "network", "state_guards": "provider-state", "state_copies": "provider-state",
     "state_audit": "provider-state",
     "backend": "backend", "hidden": "backend", "schema_version": "backend", "limits": "limits",
+    "worktree": "workspace",
 }
 
 
@@ -62,6 +63,7 @@ class Request:
     capabilities: tuple[str, ...] = ()
     network: str | None = None  # None: the config's for this mode
     allow_domains: tuple[str, ...] = ()  # --allow-domain (netpolicy: narrows, or in verified adds)
+    worktree: tuple[str, str] | None = None  # --worktree: (its git directory, the repository's objects)
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,21 @@ def _check_workspace(ws: str, facts: Facts, strict: bool) -> None:
                                   + (", or use --mode compatibility" if strict and not inside(ws, own) else ""))
 
 
+def _check_worktree(worktree: tuple[str, str] | None, mode: Mode, facts: Facts) -> None:
+    """A worktree session's git directory lives in tmuxjail's state and is bound at a path only the
+    jail has: that needs a strict mode's own mount namespace (bwrap), never compatibility's host view."""
+    if worktree is None:
+        return
+    if not mode.strict:
+        raise UsageError("--worktree needs isolated or verified mode",
+                         hint="in compatibility mode the agent could write the repository's hooks and config anyway")
+    if facts.backend != "bwrap":
+        raise UsageError(f"--worktree is not available with the {facts.backend} sandbox yet (it needs bubblewrap)")
+    gitdir = worktree[0]
+    if not any(inside(gitdir, own) for own in facts.own_dirs):
+        raise UsageError(f"the worktree's git directory {gitdir} is not in tmuxjail's state; refusing it")
+
+
 def _config_shares_a_dir(facts: Facts) -> bool:
     cfg = facts.config_dir
     others = [d for d in facts.own_dirs if d != cfg]
@@ -199,6 +216,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         raise UsageError("no workspace")
     for ws in req.workspaces:
         _check_workspace(ws, facts, mode.strict)
+    _check_worktree(req.worktree, mode, facts)
     unknown = [c for c in req.capabilities if c not in profile.optional]
     if unknown:
         raise UsageError(
@@ -285,6 +303,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         state_guards=guards,
         state_copies=copies,
         state_audit=audited,
+        worktree=tuple(req.worktree or ()),
     ).checked()
 
 

@@ -47,6 +47,7 @@ class StartRequest(Record):
     candidate: str | None = None  # an approved discovery candidate as the profile
     allow_domains: tuple[str, ...] | None = None  # --allow-domain (None: none given)
     placement: str | None = None  # "window" (--here) or "split" (--split): it joins the current tmux session
+    worktree: dict | None = None  # --worktree: what worktree.create made (docs/worktrees.md)
 
     @classmethod
     def build(cls, cwd: str, provider: str, **fields: Any) -> StartRequest:
@@ -65,6 +66,8 @@ class StartRequest(Record):
             data["candidate"] = self.candidate
         if self.placement is not None:
             data["placement"] = self.placement
+        if self.worktree is not None:
+            data["worktree"] = self.worktree
         return json.dumps(data)
 
     @classmethod
@@ -93,14 +96,23 @@ class StartRequest(Record):
                    env_name=data["env_name"], capabilities=tuple(data.get("capabilities") or ()),
                    args=tuple(data.get("args") or ()), restriction=data.get("restriction"),
                    network=data.get("network"), allow_domains=None if doms is None else tuple(doms),
-                   candidate=data.get("candidate"), placement=data.get("placement"))
+                   candidate=data.get("candidate"), placement=data.get("placement"),
+                   worktree=_worktree(data.get("worktree")))
 
 
 # The stored request's keys and their JSON types (list: of strings); older rows lack the later ones.
 _STORED: dict[str, tuple[type, ...]] = {
     "provider": (str,), "mode": (str,), "workspaces": (list,), "env_name": (str,), "capabilities": (list,),
     "args": (list,), "restriction": (dict, type(None)), "network": (str, type(None)),
-    "allow_domains": (list, type(None)), "candidate": (str, type(None)), "placement": (str, type(None))}
+    "allow_domains": (list, type(None)), "candidate": (str, type(None)), "placement": (str, type(None)),
+    "worktree": (dict, type(None))}
+WORKTREE_KEYS = ("id", "name", "branch", "base", "repo", "common", "objects", "path", "gitdir", "import")
+
+
+def _worktree(data: dict | None) -> dict | None:
+    if data is not None and not all(isinstance(data.get(k), str) for k in WORKTREE_KEYS):
+        raise ValueError("'worktree' lacks what a worktree holds")
+    return data
 _REQUIRED = ("provider", "mode", "workspaces", "env_name")
 
 

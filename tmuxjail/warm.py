@@ -174,6 +174,7 @@ def inputs(ctx: Context, opts: StartRequest, mode: Mode, cfg_digest: str, bwrap_
             "network": opts.network,
             "allow_domains": None if opts.allow_domains is None else list(opts.allow_domains),
             "backend": opts.backend,
+            "worktree": [opts.worktree["gitdir"], opts.worktree["objects"]] if opts.worktree else None,
         },
     }
 

@@ -24,7 +24,7 @@ EVERY_KEY = ('default_mode = "isolated"\nallowed_modes = ["compatibility", "isol
              '[providers.shell]\n[limits]\nnproc = 512\ntmp = "64M"\nrun = "16M"\nhome = "1G"\n'
              '[network]\ncompatibility = "host"\nisolated = "proxy"\nverified = "proxy"\n'
              '[network.allow_domains]\nisolated = ["*.example.com", "pypi.org"]\nverified = ["*"]\n' + RESOLVE[:-1]
-             + '\n"mirror.example" = "203.0.113.7"\n')
+             + '\n"mirror.example" = "203.0.113.7"\n[worktree]\nroot = "~/worktrees"\nbranch_prefix = "agents/"\n')
 # (config text, the mode a session is started in under it)
 CONFIGS = [
     ("", "compatibility"),

@@ -40,7 +40,7 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
         # io (one owner each: OWNERS below)
         "tmuxjail.tmux", "tmuxjail.store", "tmuxjail.host", "tmuxjail.identity", "tmuxjail.paths", "tmuxjail.log",
         "tmuxjail.context", "tmuxjail.audit", "tmuxjail.stateaudit", "tmuxjail.doctor", "tmuxjail.policycache",
-        "tmuxjail.facts", "tmuxjail.enforce", "tmuxjail.ahead",
+        "tmuxjail.facts", "tmuxjail.enforce", "tmuxjail.ahead", "tmuxjail.gitrun", "tmuxjail.worktree",
         "tmuxjail.conversation"),
      "side by side: the policy's pure computation and the one owner of each outside thing it reads"),
     ("resolution and rows", ("tmuxjail.plan", "tmuxjail.status", "tmuxjail.warm"),
@@ -115,6 +115,10 @@ def external_imports(path: Path) -> set[str]:
 
 # Imports inside functions: (module, imported) -> why it is not at the top.
 SEAMS = {
+    ("tmuxjail.commands.start", "tmuxjail.worktree"): "--worktree only: a plain start never loads git's code",
+    ("tmuxjail.commands.start", "tmuxjail.config"): "--worktree only: its root and branch prefix",
+    ("tmuxjail.status", "tmuxjail.worktree"): "a worktree session's row only: list loads no git code otherwise",
+    ("tmuxjail.menu", "tmuxjail.worktree"): "the start menu's worktree item only",
     ("tmuxjail.cli", "tmuxjail.cli.app"): "--version answers before argparse and the command table load",
     ("tmuxjail.cli", "tmuxjail"): "__version__, on the --version fast path",
     ("tmuxjail.cli.app", "tmuxjail.store"): "an sqlite3 error: sqlite3 is loaded already",

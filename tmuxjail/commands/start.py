@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 
 from .. import log, restrict
-from ..errors import NotApproved, refuse_inside_jail
+from ..errors import NotApproved, UsageError, refuse_inside_jail
 from ..render import Result, interactive, policy_text
-from ..request import StartRequest
+from ..request import StartRequest, canonical_workspaces
 from ..sessions import early
 from ..sessions.place import cwd, here
 from ..tmux import check_name
@@ -40,6 +40,10 @@ START = (
     Arg("--backend", choices=("bwrap", "seatbelt"), default=None,
         help="with --dry-run: show what this backend would run (seatbelt = the macOS profile, auditable anywhere)"),
     CANDIDATE,
+    Arg("--worktree", nargs="?", const="", default=None, metavar="NAME",
+        help="strict modes: run in a new git worktree of the repository here, on a branch of its own "
+             "(tmuxjail/NAME) that the agent can commit to; bring it home with `tmuxjail land` (docs/worktrees.md)"),
+    Arg("--from", dest="from_ref", metavar="REF", help="with --worktree: the commit it starts from (default HEAD)"),
     JSON,
 )
 
@@ -48,12 +52,31 @@ def options(call: Call) -> StartRequest:
     a = call.args
     if a.name is not None:
         check_name(a.name)  # before the workspaces, as always
+    workspaces, worktree = tuple(a.workspace), None
+    if a.worktree is not None:
+        worktree = new_worktree(call, a.provider, a.worktree, a.from_ref, workspaces)
+        workspaces = (worktree["path"],)
+    elif a.from_ref is not None:
+        raise UsageError("--from goes with --worktree")
     return StartRequest.build(
-        cwd(call.ctx), a.provider, mode=a.mode, workspaces=tuple(a.workspace), name=a.name, env_name=a.env_name,
+        cwd(call.ctx), a.provider, mode=a.mode, workspaces=workspaces, name=a.name, env_name=a.env_name, worktree=worktree,
         capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
         dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend,
         restriction=restrict.from_file(a.restrict), network=a.network, candidate=a.candidate,
         allow_domains=domains(a))
+
+
+def new_worktree(call: Call, provider: str, name: str, from_ref: str | None, workspaces: tuple[str, ...]) -> dict:
+    """The worktree a --worktree start runs in, made now (worktree.create)."""
+    from .. import worktree  # seam: git's code loads for --worktree only
+
+    a = call.args
+    if a.dry_run:
+        raise UsageError("--worktree makes a worktree: it has no dry run (try it without --worktree)")
+    if len(workspaces) > 1:
+        raise UsageError("--worktree takes one repository: give at most one --workspace")
+    where = canonical_workspaces(workspaces, cwd(call.ctx))[0]
+    return worktree.for_start(call.ctx.paths, where, provider, name or None, from_ref, a.mode)
 
 
 def domains(a) -> tuple[str, ...] | None:
@@ -74,9 +97,20 @@ def dry_run_text(result: dict) -> str:
 @declares("tmuxjail start codex --mode isolated --workspace ~/src/app --name app -- --model o4", *START)
 def run(call: Call) -> Result:
     refuse_inside_jail(call.ctx.env, "start")
-    a, ctx = call.args, call.ctx
-    log.setup(ctx.paths.log_file, call.opt("verbose", False))
+    log.setup(call.ctx.paths.log_file, call.opt("verbose", False))
     opts = options(call)
+    try:
+        return _run(call, opts)
+    except BaseException:
+        if opts.worktree is not None:  # a start that did not happen leaves no worktree behind
+            from ..worktree import discard
+
+            discard(opts.worktree)
+        raise
+
+
+def _run(call: Call, opts: StartRequest) -> Result:
+    a, ctx = call.args, call.ctx
     place = None
     if (a.here or a.split) and not a.dry_run:
         place = here(call.tmux, ctx.env, "window" if a.here else "split", a.split)

@@ -96,7 +96,7 @@ def agent_roots(policy: dict[str, Any]) -> list[str]:
     # A private copy of a state file is written by the jail (through its bind): opened as a root.
     return [*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
             *policy["host_read"], *filter(None, [policy.get("private_home")]),
-            *(copy for _, copy in policy.get("state_copies", ()))]
+            *(copy for _, copy in policy.get("state_copies", ())), *policy.get("worktree", ())]
 
 
 class Bwrap:
@@ -194,7 +194,7 @@ class Bwrap:
         binds += self._above_guards(policy)
         for flag, path in sorted(binds, key=lambda b: _depth(b[1])):
             out.append((flag, path, path))
-        out += _state_binds(policy)
+        out += _state_binds(policy) + _worktree_binds(policy)
         # Each guarded .git path (README, "Git metadata") read-only onto itself. Not -try: each
         # existed at start; the launcher opens it without following links and refuses one that
         # is gone or is a link.
@@ -260,6 +260,18 @@ def _opt_binds(policy: dict[str, Any]) -> list[Entry]:
     for tree in opt_trees(policy):
         out.append(("--ro-bind", tree, tree))
     return out
+
+
+def _worktree_binds(policy: dict[str, Any]) -> list[Entry]:
+    """A worktree session's git directory, writable, and the repository's objects, read-only, at
+    paths that exist only in the jail (docs/worktrees.md): on the host, the worktree's `.git` names
+    a directory that is not there, so no git on the host ever reads what the agent wrote in it."""
+    if not policy.get("worktree"):
+        return []
+    from ..effective import JAIL_GITDIR, JAIL_OBJECTS
+
+    gitdir, objects = policy["worktree"]
+    return [("--bind", gitdir, JAIL_GITDIR), ("--ro-bind", objects, JAIL_OBJECTS)]
 
 
 def _state_binds(policy: dict[str, Any]) -> list[Entry]:

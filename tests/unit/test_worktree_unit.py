@@ -1,0 +1,161 @@
+"""Issue 32, the pure parts: git's command keys switched off, names, the config table, the
+request and policy fields, the branch read from a git directory as text, trusted paths."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tmuxjail import config, gitrun, policy, worktree
+from tmuxjail.errors import ConfigError, UsageError
+from tmuxjail.request import StartRequest
+
+
+def test_switched_off_covers_every_command_key_and_keeps_the_rest():
+    listing = "\0".join([
+        "core.fsmonitor\ntouch x", "filter.lfs.smudge\ngit-lfs smudge", "filter.lfs.required\ntrue",
+        "diff.evil.textconv\ncat", "merge.m.driver\nx", "alias.st\n!sh", "alias.co\ncheckout",
+        "user.name\nU", "include.path\n/x", "core.worktree\n/w", "pager.log\nless", "pager.diff\nfalse",
+        "credential.helper\nstore", "core.hooksPath\n/h", "Filter.X.Clean\nc"]) + "\0"
+    off = gitrun.switched_off(listing)
+    keys = [off[i + 1] for i in range(0, len(off), 2)]
+    assert all(off[i] == "-c" for i in range(0, len(off), 2))
+    assert keys == ["filter.lfs.smudge=", "diff.evil.textconv=", "merge.m.driver=", "alias.st=", "pager.log=",
+                    "Filter.X.Clean="]  # core.fsmonitor, hooksPath, credential.helper: SAFE sets them itself
+
+
+def test_git_environment_drops_what_steers_git_and_keeps_who_commits(monkeypatch):
+    monkeypatch.setenv("GIT_DIR", "/evil")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.fsmonitor=touch x'")
+    monkeypatch.setenv("GIT_EXEC_PATH", "/evil")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Me")
+    env = gitrun.env()
+    assert "GIT_DIR" not in env and "GIT_CONFIG_PARAMETERS" not in env and "GIT_EXEC_PATH" not in env
+    assert env["GIT_AUTHOR_NAME"] == "Me" and env["GIT_TERMINAL_PROMPT"] == "0"
+
+
+@pytest.mark.parametrize("name", ["a", "fix-1", "A.b_c", "x" * 63])
+def test_good_names(name):
+    assert worktree.check_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "-x", ".x", "a/b", "a..b", "a.lock", "a.", "x" * 64, "a b", "a\x1bb", "é"])
+def test_bad_names(name):
+    with pytest.raises(UsageError):
+        worktree.check_name(name)
+
+
+def test_config_worktree_table():
+    cfg = config.parse('[worktree]\nroot = "~/wt"\nbranch_prefix = "agents/x/"\n', "c")
+    assert cfg.worktree_root == "~/wt" and cfg.branch_prefix == "agents/x/"
+    assert config.parse("", "c").branch_prefix == "tmuxjail/"
+    for bad in ('root = "rel"', 'branch_prefix = "../"', 'branch_prefix = "x"', 'other = 1', 'root = 3'):
+        with pytest.raises(ConfigError):
+            config.parse("[worktree]\n" + bad + "\n", "c")
+
+
+def test_where_puts_it_beside_the_repository_or_under_the_root(tmp_path):
+    assert worktree.where("/src/app", "one", None, "/home/u") == "/src/app.worktrees/one"
+    assert worktree.where("/src/app", "one", "/wt", "/home/u") == "/wt/app/one"
+    assert worktree.where("/src/app", "one", "~/wt", str(tmp_path)) == f"{tmp_path}/wt/app/one"
+
+
+WT = {"id": "one-0", "name": "one", "branch": "tmuxjail/one", "base": "a" * 40, "repo": "/r", "common": "/r/.git",
+      "objects": "/r/.git/objects", "path": "/r.worktrees/one", "gitdir": "/s/worktrees/one-0/git",
+      "import": "/s/worktrees/one-0/import"}
+
+
+def test_the_request_keeps_its_worktree_and_refuses_a_broken_one():
+    req = StartRequest("shell", mode="isolated", workspaces=("/r.worktrees/one",), worktree=WT)
+    assert StartRequest.from_json(req.to_json()).worktree == WT
+    broken = req.to_json().replace('"branch": "tmuxjail/one"', '"branch": 3')
+    with pytest.raises(ValueError, match="worktree"):
+        StartRequest.from_json(broken)
+    assert "worktree" not in StartRequest("shell", workspaces=("/w",)).to_json()
+
+
+def _facts(**kw):
+    from tmuxjail.identity import Resolved  # noqa: F401 - the type facts carry
+
+    base = dict(home="/home/u", uid=1000, user="u", login_shell="/bin/sh", own_dirs=("/c", "/s", "/d"),
+                config_dir="/c", private_home="/d/homes/x", backend="bwrap", executable=None,
+                allowed_modes=("compatibility", "isolated", "verified"))
+    base.update(kw)
+    return policy.Facts(**base)
+
+
+def test_policy_refuses_a_worktree_outside_strict_modes():
+    from tmuxjail.model import Mode
+
+    facts = _facts()
+    for mode in (Mode.compatibility,):
+        with pytest.raises(UsageError, match="needs isolated or verified"):
+            policy._check_worktree(("/s/worktrees/one-0/git", "/r/.git/objects"), mode, facts)
+    with pytest.raises(UsageError, match="bubblewrap"):
+        policy._check_worktree(("/s/worktrees/one-0/git", "/r/.git/objects"), Mode.isolated,
+                               replace(facts, backend="seatbelt"))
+    with pytest.raises(UsageError, match="not in tmuxjail's state"):
+        policy._check_worktree(("/elsewhere/git", "/r/.git/objects"), Mode.isolated, facts)
+    policy._check_worktree(("/s/worktrees/one-0/git", "/r/.git/objects"), Mode.verified, facts)
+
+
+def _gitdir(tmp_path: Path) -> dict:
+    g = tmp_path / "git"
+    (g / "refs" / "heads" / "tmuxjail").mkdir(parents=True)
+    return {**WT, "gitdir": str(g)}
+
+
+def test_tip_reads_the_loose_ref_then_packed_refs_and_nothing_else(tmp_path):
+    wt = _gitdir(tmp_path)
+    g = Path(wt["gitdir"])
+    with pytest.raises(worktree.WorktreeError, match="gone"):
+        worktree.tip(wt)
+    (g / "packed-refs").write_text(f"# pack-refs with: peeled\n{'b' * 40} refs/heads/tmuxjail/one\n^{'c' * 40}\n")
+    assert worktree.tip(wt) == "b" * 40
+    (g / "refs/heads/tmuxjail/one").write_text("d" * 40 + "\n")
+    assert worktree.tip(wt) == "d" * 40
+    (g / "refs/heads/tmuxjail/one").write_text("ref: refs/heads/master\n")
+    with pytest.raises(worktree.WorktreeError, match="not a commit id"):
+        worktree.tip(wt)
+    (g / "refs/heads/tmuxjail/one").unlink()
+    os.symlink("/etc/hostname", g / "refs/heads/tmuxjail/one")
+    with pytest.raises(worktree.WorktreeError, match="not a plain file"):
+        worktree.tip(wt)
+    (g / "refs/heads/tmuxjail/one").unlink()
+    os.rmdir(g / "refs/heads/tmuxjail")
+    os.symlink(str(tmp_path), g / "refs/heads/tmuxjail")  # a directory on the way that is a link
+    with pytest.raises(worktree.WorktreeError, match="not a plain file"):
+        worktree.tip(wt)
+
+
+def test_object_copy_takes_object_names_only_and_no_links(tmp_path):
+    wt = _gitdir(tmp_path)
+    g = Path(wt["gitdir"])
+    wt["import"] = str(tmp_path / "imp")
+    objs = g / "objects"
+    (objs / "ab").mkdir(parents=True)
+    (objs / "ab" / ("c" * 38)).write_bytes(b"loose")
+    (objs / "ab" / "notes").write_bytes(b"x")
+    (objs / "info").mkdir()
+    (objs / "info" / "alternates").write_text("/etc\n")
+    (objs / "pack").mkdir()
+    (objs / "pack" / ("pack-" + "e" * 40 + ".pack")).write_bytes(b"p")
+    (objs / "pack" / ("pack-" + "e" * 40 + ".idx")).write_bytes(b"i")
+    (objs / "pack" / ("pack-" + "f" * 40 + ".pack")).write_bytes(b"no idx")
+    os.symlink("/etc", objs / "cd")
+    os.symlink("/etc/hostname", objs / "ab" / ("d" * 38))
+    assert worktree._copy_objects(wt) == 7
+    got = sorted(str(p.relative_to(tmp_path / "imp" / "objects")) for p in (tmp_path / "imp" / "objects").rglob("*")
+                 if p.is_file())
+    assert got == ["ab/" + "c" * 38, "pack/pack-" + "e" * 40 + ".idx", "pack/pack-" + "e" * 40 + ".pack"]
+
+
+def test_host_trusted_names_hooks_attributes_and_direnv_not_code():
+    changed = [{"status": "A", "path": p} for p in (
+        "src/app.py", ".gitattributes", "sub/.gitmodules", ".husky/pre-commit", ".envrc", "README.md", "package.json")]
+    names = [t["path"] for t in worktree.host_trusted(changed)]
+    assert ".gitattributes" in names and "sub/.gitmodules" in names and ".husky/pre-commit" in names
+    assert ".envrc" in names and "src/app.py" not in names and "README.md" not in names

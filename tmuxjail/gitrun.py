@@ -1,0 +1,140 @@
+"""git, as tmuxjail runs it on the host for worktree sessions (docs/worktrees.md): a fixed
+binary, none of the caller's GIT_* variables, no hook, no fsmonitor, no pager, no automatic
+maintenance, and every command-running key that the repository's configuration sets (filters,
+drivers, editors, helpers: gitconfig.RUNS) switched off for the call. tmuxjail never runs git in
+a git directory a jail could write: only in the user's repository and in directories it made."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from . import gitconfig
+from .errors import TmuxjailError, UsageError
+
+FIXED_PATHS = ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git", "/bin/git")
+# Set on every call: hooks never run, nothing watches or pages, nothing runs in the background.
+SAFE = (
+    "core.hooksPath=/dev/null", "core.fsmonitor=false", "core.untrackedCache=false", "core.pager=cat",
+    "core.editor=false", "sequence.editor=false", "core.sshCommand=false", "core.askPass=",
+    "credential.helper=", "diff.external=", "submodule.recurse=false", "gc.auto=0", "maintenance.auto=false",
+    "fetch.recurseSubmodules=false", "protocol.allow=never", "protocol.file.allow=always",
+    "fetch.fsckObjects=true", "transfer.fsckObjects=true", "fetch.writeCommitGraph=false", "core.alternateRefsCommand=",
+    "advice.detachedHead=false", "init.templateDir=",
+)
+# Keys of the repository's own config that stay as they are: switching them off breaks the
+# repository itself (its work tree), or an empty value is not "off" for them.
+KEPT = frozenset({"core.worktree", "include.path"})
+# The caller's GIT_* variables that only say who commits: the rest are dropped.
+IDENTITY = frozenset({"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+                      "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE"})
+
+
+class GitError(TmuxjailError):
+    """A git call that failed: one line, git's own last words included."""
+
+
+def binary() -> str:
+    for path in FIXED_PATHS:
+        if os.access(path, os.X_OK):
+            return path
+    raise UsageError("git is not installed (looked in " + ", ".join(FIXED_PATHS) + ")",
+                     hint="sudo apt-get install -y git")
+
+
+def env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment without GIT_* (GIT_DIR, GIT_CONFIG_*, GIT_EXEC_PATH, ... would
+    steer the call), with prompts off and plain output."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in IDENTITY}
+    out.update({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_ATTR_NOSYSTEM": "1",
+                "GIT_NO_REPLACE_OBJECTS": "1", "GIT_PROTOCOL_FROM_USER": "0"})
+    out.update(extra or {})
+    return out
+
+
+def switched_off(listing: str) -> list[str]:
+    """`-c KEY=` for every command-running key in `git config --list -z` output (pure)."""
+    off: list[str] = []
+    for item in listing.split("\0"):
+        if not item:
+            continue
+        key, _, value = item.partition("\n")
+        if key.lower() in KEPT or any(key.lower() == s.split("=")[0].lower() for s in SAFE):
+            continue
+        if gitconfig.runs(key, value):
+            off += ["-c", key + "="]
+    return off
+
+
+def reason(stderr: str) -> str:
+    """git's own words for a failure: its first `error:` line (fsck names the object and the
+    check there), else its last line."""
+    lines = [x.strip() for x in stderr.strip().splitlines() if x.strip()]
+    first = next((x for x in lines if x.startswith("error: ")), None)
+    return "".join(c if c.isprintable() else "?" for c in (first or (lines[-1] if lines else "(no message)")))[:400]
+
+
+_LISTINGS: dict[tuple[str, str | None], str] = {}
+
+
+class Git:
+    """git for one repository (its work tree or git directory), with that repository's
+    command-running keys switched off (read once, the first time a call needs them)."""
+
+    def __init__(self, where: str, git_dir: str | None = None, work_tree: str | None = None,
+                 extra_env: dict[str, str] | None = None):
+        self.where, self.git_dir, self.work_tree = where, git_dir, work_tree
+        self.exe = binary()
+        self.extra_env = extra_env
+        self._off: list[str] | None = None
+
+    def _base(self) -> list[str]:
+        argv = [self.exe, "--no-pager", "--no-replace-objects"]
+        for s in SAFE:
+            argv += ["-c", s]
+        if self.git_dir is not None:
+            argv.append("--git-dir=" + self.git_dir)
+        if self.work_tree is not None:
+            argv.append("--work-tree=" + self.work_tree)
+        return argv
+
+    def listing(self) -> str:
+        """`git config --list -z` here, read once per repository and process."""
+        key = (self.where, self.git_dir)
+        if key not in _LISTINGS:
+            done = self._call([*self._base(), "config", "--list", "-z"], check=False)
+            _LISTINGS[key] = done.stdout if done.returncode == 0 else ""
+        return _LISTINGS[key]
+
+    def off(self) -> list[str]:
+        if self._off is None:
+            self._off = switched_off(self.listing())
+        return self._off
+
+    def config(self, key: str) -> str | None:
+        """The last value of key in the listing (None: not set)."""
+        found = None
+        for item in self.listing().split("\0"):
+            k, _, value = item.partition("\n")
+            if k.lower() == key.lower():
+                found = value
+        return found
+
+    def _call(self, argv: list[str], check: bool = True, input: str | None = None,
+              what: str | None = None) -> subprocess.CompletedProcess[str]:
+        try:
+            done = subprocess.run(argv, cwd=self.where, env=env(self.extra_env), input=input, text=True,
+                                  capture_output=True, stdin=None if input is not None else subprocess.DEVNULL)
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror}") from None
+        if check and done.returncode != 0:
+            raise GitError(f"{what or 'git'}: {reason(done.stderr)}")
+        return done
+
+    def __call__(self, *args: str, check: bool = True, input: str | None = None,
+                 what: str | None = None) -> subprocess.CompletedProcess[str]:
+        return self._call([*self._base(), *self.off(), *args], check=check, input=input,
+                          what=what or "git " + args[0])
+
+    def out(self, *args: str, what: str | None = None, input: str | None = None) -> str:
+        return self(*args, what=what, input=input).stdout.strip()
