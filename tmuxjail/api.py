@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from . import listing, log, status
 from . import paths as paths_mod
+from . import worktree as worktrees
 from .context import Context
 from .errors import (
     ConfigError,
@@ -39,7 +40,7 @@ from .errors import (
     TmuxjailError,
     UsageError,
 )
-from .request import StartRequest
+from .request import StartRequest, canonical_workspaces
 from .restrict import from_file
 from .sessions.place import cwd
 from .sessions.place import here as placed
@@ -109,7 +110,8 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
           non_interactive: bool = True, dry_run: bool = False, restrict: str | os.PathLike[str] | None = None,
           backend: str | None = None, candidate: str | None = None, json: bool = False, verbose: bool = False,
           server: libtmux.Server | None = None, socket_name: str | None = None,
-          socket_path: str | None = None) -> t.Any:
+          socket_path: str | None = None, worktree: str | bool | None = None,
+          from_ref: str | None = None) -> t.Any:
     """Start `provider` in a new jailed tmux session and return its Jail once the jail runs (as
     `tmuxjail start --detach --non-interactive`). Every option of `tmuxjail start` is a keyword
     here, named as the option (`-` as `_`):
@@ -118,6 +120,8 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
       `name`, `env` (`env_name` is the same, its older name), `network`, `allow_domain`
       (patterns, as --allow-domain), `capability` (`capabilities` too), `restrict` (a
       restriction file), `candidate` (an approved discovery candidate, verified mode), `backend`;
+    - `worktree` (a name, or True for a generated one) and `from_ref` (--worktree, --from): a new
+      git worktree of the repository at the workspace, on a branch of its own (docs/worktrees.md);
     - `here` (True) or `split` ("h" or "v"): join the tmux session this process runs in
       (inside tmux); `detach` (default True) False then selects the new window, and with
       `client` a tmux client is switched to the jail (the API itself never attaches a terminal);
@@ -133,11 +137,34 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
         raise UsageError("give here or split, not both")
     ctx = _context(server, socket_name, socket_path, verbose)
     spaces = tuple(os.fspath(w) for w in ([workspace] if workspace is not None else []) + builtins.list(workspaces))
+    made = None
+    if worktree is not None and worktree is not False:
+        if dry_run or len(spaces) > 1:
+            raise UsageError("worktree: no dry run, and one repository (at most one workspace)")
+        made = worktrees.for_start(ctx.paths, canonical_workspaces(spaces, cwd(ctx))[0], provider,
+                                   None if worktree is True else str(worktree), from_ref, mode)
+        spaces = (made["path"],)
+    elif from_ref is not None:
+        raise UsageError("from_ref goes with worktree")
+    try:
+        return _start(ctx, provider, spaces, made, mode=mode, name=name, args=args, env=env, env_name=env_name,
+                      capability=capability, capabilities=capabilities, network=network, allow_domain=allow_domain,
+                      detach=detach, here=here, split=split, client=client, dry_run=dry_run, restrict=restrict,
+                      backend=backend, candidate=candidate)
+    except BaseException:
+        if made is not None:
+            worktrees.discard(made)
+        raise
+
+
+def _start(ctx, provider, spaces, made, *, mode, name, args, env, env_name, capability, capabilities, network,
+           allow_domain, detach, here, split, client, dry_run, restrict, backend, candidate) -> t.Any:
     request = StartRequest.build(
         cwd(ctx), provider, mode=mode, workspaces=spaces, name=name, env_name=env if env is not None else env_name,
         capabilities=(*capability, *capabilities), detach=detach, non_interactive=True, dry_run=dry_run,
         args=tuple(args), backend=backend, restriction=from_file(os.fspath(restrict) if restrict else None),
-        network=network, candidate=candidate, allow_domains=None if allow_domain is None else tuple(allow_domain))
+        network=network, candidate=candidate, allow_domains=None if allow_domain is None else tuple(allow_domain),
+        worktree=made)
     place = None
     if (here or split) and not dry_run:
         place = placed(ctx.tmux, ctx.env, "window" if here else "split", split)

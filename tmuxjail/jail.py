@@ -92,8 +92,8 @@ def pane_argv(fp: str, spec: Path) -> list[str]:
     return pane_command.launcher(sys.executable, fp, str(spec))
 
 
-def options(sid: str, pol: Policy, fp: str) -> dict[str, str]:
-    return pane_command.pane_options(sid, fp, display_mode(pol), pol.provider)
+def options(sid: str, pol: Policy, fp: str, worktree: dict | None = None) -> dict[str, str]:
+    return pane_command.pane_options(sid, fp, display_mode(pol), pol.provider, (worktree or {}).get("branch"))
 
 
 def helper_argv(sid: str, fp: str) -> list[str]:

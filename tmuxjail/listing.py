@@ -65,6 +65,9 @@ def _cells(d: dict, short_fp: bool, home: str, servers: bool = False) -> list[st
     ws = d["workspace"] or "-"
     if home != "/" and inside(ws, home):
         ws = "~" + ws[len(home.rstrip("/")):]
+    wt = d.get("worktree")
+    if wt:  # the branch and its commits since its base, where the workspace is
+        ws += f" [{wt['branch']} +{'?' if wt.get('ahead') is None else wt['ahead']}]"
     return [d["name"], d["provider"], d["mode"] or "-", _status_text(d), d["agent"] or "-",
             d["kind"], d["tmux_pane"] or "-", fp_text, *([d.get("server") or "-"] if servers else []), ws]
 

@@ -34,7 +34,7 @@ import sys
 from . import log
 from .errors import TmuxjailError, UsageError
 from .pane import command as pane_command
-from .registry import MODES, PROVIDERS
+from .registry import MODES, PROVIDERS, Mode
 from .render import Result, error_text
 from .status import rows
 
@@ -128,6 +128,10 @@ def start_menu(ctx, client: str | None, pane: str | None) -> list[str]:
                 missing = True
                 continue
             args += [text, next(keys, ""), _run_shell(tmux, "menu", "_start", provider, mode, *_ids(client, pane))]
+        strict = next((m for m in modes if Mode(m).strict), None)
+        if installed and strict:  # docs/worktrees.md: a checkout and branch of its own, in the repository here
+            args += [label(f"{provider:<12} {strict}, new git worktree"), next(keys, ""),
+                     _run_shell(tmux, "menu", "_start", provider, strict, "worktree", *_ids(client, pane))]
         args.append("")  # a separator line between providers (one empty argument)
     while args and args[-1] == "":
         args.pop()
@@ -228,12 +232,27 @@ def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> No
     from .request import StartRequest
     from .sessions.start import start  # seam: starting loads the policy code
 
-    if len(rest) != 2 or rest[0] not in PROVIDERS or rest[1] not in MODES or not pane:
-        raise UsageError("usage: tmuxjail menu _start PROVIDER MODE -t PANE [-c CLIENT]")
+    if len(rest) not in (2, 3) or rest[0] not in PROVIDERS or rest[1] not in MODES or not pane \
+            or rest[2:] not in ([], ["worktree"]):
+        raise UsageError("usage: tmuxjail menu _start PROVIDER MODE [worktree] -t PANE [-c CLIENT]")
     log.setup(ctx.paths.log_file, False)
     cwd = _start_directory(ctx, pane)
-    opts = StartRequest.build(cwd, rest[0], mode=rest[1], workspaces=(cwd,), non_interactive=True, detach=True)
-    result = start(ctx, opts)
+    made = None
+    if rest[2:]:
+        from . import worktree  # seam: the worktree item only
+
+        made = worktree.for_start(ctx.paths, cwd, rest[0], None, None, rest[1])
+    opts = StartRequest.build(made["path"] if made else cwd, rest[0], mode=rest[1],
+                              workspaces=(made["path"] if made else cwd,), non_interactive=True, detach=True,
+                              worktree=made)
+    try:
+        result = start(ctx, opts)
+    except BaseException:
+        if made is not None:
+            from . import worktree
+
+            worktree.discard(made)
+        raise
     if client:
         ctx.tmux.switch_client(client, result.get("tmux_pane") or f"={result['tmux_session']}")
 

@@ -176,6 +176,19 @@ def _network(row) -> str | None:
     return None if got is None else str(got)
 
 
+def _worktree(row) -> dict | None:
+    """A --worktree session's branch and its commits since its base (worktree.ahead: no git run)."""
+    if '"worktree"' not in row.request:
+        return None
+    wt = json.loads(row.request).get("worktree")
+    if not isinstance(wt, dict):
+        return None
+    from .worktree import ahead
+
+    return {"id": wt.get("id"), "name": wt.get("name"), "branch": wt.get("branch"), "path": wt.get("path"),
+            "repository": wt.get("repo"), "base": wt.get("base"), "ahead": ahead(wt)}
+
+
 def _base(row, pane, kind: str, where: str, server: str) -> dict:
     return {
         "id": row.id, "name": row.name, "provider": row.provider, "mode": row.mode,
@@ -185,7 +198,7 @@ def _base(row, pane, kind: str, where: str, server: str) -> dict:
         "tmux_session": row.tmux_session,
         "tmux_pane": pane.pane_id if pane is not None else None,
         "private_home": row.private_home, "env_name": row.env_name,
-        "native_session_id": row.native_id, "placement": where,
+        "native_session_id": row.native_id, "placement": where, "worktree": _worktree(row),
         "_foreground": pane.pane_current_command if pane is not None else "",
         "_screen_hit": pane.screen_hit if pane is not None else "",
     }

@@ -80,4 +80,5 @@ def test_pane_title_cannot_change_the_mode_indicator(jail_env):
     # Only tmuxjail's options and tmux's own fields: nothing a program in a pane can write.
     snippet = env.tmux("show-options", "-gv", "@tmuxjail-status")
     fields = set(re.findall(r"#\{(?:[a-zA-Z]:)?([@\w-]+)(?=[},])", snippet))
-    assert fields <= {"@tmuxjail_id", "@tmuxjail_fp", "@tmuxjail_mode", "@tmuxjail_provider", "pane_start_command"}
+    assert fields <= {"@tmuxjail_id", "@tmuxjail_fp", "@tmuxjail_mode", "@tmuxjail_provider", "@tmuxjail_branch",
+                      "pane_start_command"}

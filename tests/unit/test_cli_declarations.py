@@ -90,7 +90,9 @@ def _options(p: argparse.ArgumentParser) -> dict:
 
 
 # start's arguments about the pane and the terminal, not about the jail it asks for
-PANE_ONLY = {"name", "detach", "here", "split", "client", "non_interactive", "dry_run", "backend"}
+# (--worktree and --from make a workspace: a preflight checks a start in one that exists.)
+PANE_ONLY = {"name", "detach", "here", "split", "client", "non_interactive", "dry_run", "backend", "worktree",
+             "from_ref"}
 
 
 def test_preflight_takes_every_argument_of_the_request_start_takes():

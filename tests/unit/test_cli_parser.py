@@ -22,6 +22,9 @@ LINES = [
     ["attach", "app", "--json"], ["rename", "a", "b"], ["stop", "--all", "--workspace", "/w"],
     ["prune", "--homes", "--dry-run"], ["list", "--workspace", "/w", "--provider", "codex"],
     ["menu", "_stop", "0e0e0e0e-0000-4000-8000-000000000000", "-c", "c"], ["completion", "zsh"],
+    ["start", "codex", "--mode", "isolated", "--worktree", "x", "--from", "HEAD~1"], ["start", "pi", "--worktree"],
+    ["diff", "app", "--stat", "--json"], ["land", "app", "--into", "main", "--squash", "--trust-files"],
+    ["prune", "--worktrees", "--force", "--dry-run"], ["menu", "_start", "codex", "isolated", "worktree", "-t", "%1"],
 ]
 
 

@@ -41,7 +41,7 @@ def run_pane(argv: list[str]) -> int:
         spec = jail.stage(ctx, row.id, fp, pol, get_adapter(row.provider), launch, status_file=False)
         if me:
             args: list[str] = ["set-option", "-q", "-w", "-t", me, "allow-passthrough", "off"]
-            for k, v in jail.options(row.id, pol, fp).items():
+            for k, v in jail.options(row.id, pol, fp, row.start_request.worktree).items():
                 args += [";", "set-option", "-p", "-t", me, k, v]
             tmux.run(*args, check=False)
         ctx.store.event("pane", row.id, fingerprint=fp, pane=me)

@@ -15,10 +15,12 @@ import os
 import re
 import time
 
+from .. import worktree
 from ..context import Context
 from ..errors import UsageError
 from ..net import proxy as netproxy
 from ..net import record as netrecord
+from ..paths import remove_tree
 from ..render import Result, size
 from ..status import rows
 from . import Call
@@ -126,23 +128,28 @@ def disk_usage(path) -> int:
     return total
 
 
-def remove_tree(path: str) -> None:
-    """rmtree that also removes what a jail left unwritable (a directory mode 0555): the home is
-    ours, its modes are the jail's. Links are removed, never followed."""
-    import shutil
-    import stat
-    import sys
-
-    def again(func, p, _exc):
-        os.chmod(os.path.dirname(p), stat.S_IRWXU)
-        if os.path.isdir(p) and not os.path.islink(p):
-            os.chmod(p, stat.S_IRWXU)
-        func(p)
-
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=again)
-    else:
-        shutil.rmtree(path, onerror=again)
+def prune_worktrees(ctx: Context, force: bool, dry_run: bool) -> list[dict]:
+    """Worktrees whose sessions are all over (stopped, failed, gone, or none left), landed ones
+    only unless forced. Each goes with its git directory and its branch in the repository (the
+    branch only while it is what the agent left: a branch the user moved since stays)."""
+    live: set[str] = set()
+    for d in rows(ctx, include_stopped=True, activity=False):
+        if d["kind"] == "agent" and d["status"] not in PRUNABLE and d.get("worktree"):
+            live.add(d["worktree"]["id"])
+    out = []
+    for wt in worktree.all_worktrees(ctx.paths.state_dir):
+        if wt["id"] in live:
+            continue
+        done = worktree.landed(wt)
+        if not (done or force):
+            continue
+        item = {"id": wt["id"], "name": wt["name"], "branch": wt["branch"], "path": wt["path"], "repository": wt["repo"],
+                "why": "landed" if done else "not landed: --force"}
+        if not dry_run:
+            worktree.remove(wt)
+            ctx.store.event("prune-worktree", None, **item)
+        out.append(item)
+    return out
 
 
 def prune_homes(ctx: Context, dry_run: bool) -> list[dict]:
@@ -163,9 +170,23 @@ def prune_homes(ctx: Context, dry_run: bool) -> list[dict]:
           Arg("--homes", action="store_true",
               help="instead: delete the private homes (isolated mode) of workspaces that no longer exist or "
                    "have no session left, with their sizes (try --dry-run first)"),
+          Arg("--worktrees", action="store_true",
+              help="instead: delete the worktrees (and their branches) of --worktree sessions that were landed "
+                   "and are not running (try --dry-run first)"),
+          Arg("--force", action="store_true", help="with --worktrees: also those not landed (their work is lost)"),
           JSON)
 def run(call: Call) -> Result:
     a = call.args
+    if a.force and not a.worktrees:
+        raise UsageError("--force goes with --worktrees")
+    if a.worktrees:
+        if a.older_than or a.homes:
+            raise UsageError("--worktrees takes neither --older-than nor --homes")
+        gone = prune_worktrees(call.ctx, a.force, a.dry_run)
+        verb = "would delete" if a.dry_run else "deleted"
+        return Result({"dry_run": a.dry_run, "worktrees": gone},
+                      f"{verb} {len(gone)} worktree(s)" + "".join(
+                          f"\n  {w['path']}  ({w['branch']}, {w['why']})" for w in gone))
     if a.homes:
         if a.older_than:
             raise UsageError("--older-than is for sessions; --homes takes no age")

@@ -75,10 +75,14 @@ def session_hooks(sid: str, mode: str) -> dict[str, str]:
     return {} if mode == "compatibility" else {"pane-died": hook_command(sid)}
 
 
-def pane_options(sid: str, fp: str, mode_shown: str, provider: str) -> dict[str, str]:
+def pane_options(sid: str, fp: str, mode_shown: str, provider: str, branch: str | None = None) -> dict[str, str]:
     """The options a jailed pane (and an owned session) carries: what list, the status line and
-    the keys read. Never trusted alone: kind() reads the fingerprint from the start command."""
-    return {"@tmuxjail_id": sid, "@tmuxjail_fp": fp, "@tmuxjail_mode": mode_shown, "@tmuxjail_provider": provider}
+    the keys read (a worktree session's branch too). Never trusted alone: kind() reads the
+    fingerprint from the start command."""
+    out = {"@tmuxjail_id": sid, "@tmuxjail_fp": fp, "@tmuxjail_mode": mode_shown, "@tmuxjail_provider": provider}
+    if branch:
+        out["@tmuxjail_branch"] = branch
+    return out
 
 
 def session_options(python: str, sid: str, fp: str) -> dict[str, str]:

@@ -89,7 +89,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
                                       pol.home, ws)
     spec = jail.stage(ctx, row.id, fp, pol, adapter, jail.build(ctx, pol, cli_argv))
     with jail.spec_discarded_on_failure(spec):
-        options = jail.options(row.id, pol, fp)
+        options = jail.options(row.id, pol, fp, r.worktree)
         argv = jail.pane_argv(fp, spec.path)
         if row.status == "stopped":
             # Before the pane exists: its launcher refuses a session the store still calls stopped.

@@ -151,10 +151,10 @@ def _start(ctx: Context, opts: StartRequest, place: Placement | None, early: Ear
             log.info("early_pane", session=name)
         elif place is not None:
             pane = ctx.tmux.new_pane(place.kind, place.target, jail.pane_argv(fp, spec.path), workspaces[0],
-                                     jail.options(row.id, pol, fp), detach=opts.detach, split=place.split,
+                                     jail.options(row.id, pol, fp, opts.worktree), detach=opts.detach, split=place.split,
                                      window=opts.provider)
         else:
-            pane = ctx.tmux.new_session(name, jail.pane_argv(fp, spec.path), workspaces[0], jail.options(row.id, pol, fp),
+            pane = ctx.tmux.new_session(name, jail.pane_argv(fp, spec.path), workspaces[0], jail.options(row.id, pol, fp, opts.worktree),
                                         session_options=jail.session_options(row.id, fp),
                                         hooks=jail.session_hooks(row.id, pol))
     except BaseException as exc:
