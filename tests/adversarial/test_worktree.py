@@ -1,0 +1,343 @@
+"""Issue 32: worktree sessions. The agent commits on its own branch in a git directory only its
+jail has; from inside real jailed panes it tries every bypass that broke the earlier git guard on
+that git directory, and the host then runs what a user runs (git status and git commit in the
+repository, `tmuxjail diff`, `tmuxjail land`) and must run nothing of it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_escapes import STRICT, Jail
+from test_seams import host_git
+
+pytestmark = pytest.mark.adversarial
+
+G = "/run/tmuxjail/worktree/git"
+
+
+def _main(env) -> Path:
+    repo = env.ws
+    host_git(env, repo, "init", "-q", check=True)
+    host_git(env, repo, "config", "user.name", "u", check=True)
+    host_git(env, repo, "config", "user.email", "u@x.test", check=True)
+    (repo / "README").write_text("x\n")
+    host_git(env, repo, "add", "README", check=True)
+    host_git(env, repo, "commit", "-qm", "init", check=True)
+    return repo.resolve()
+
+
+def _start(env, mode, name="one", jail="j") -> Jail:
+    return Jail(env, mode, name=jail, workspace=env.ws, extra=("--worktree", name))
+
+
+def _branch(env, repo, ref="tmuxjail/one") -> str:
+    return host_git(env, repo, "rev-parse", "--verify", "-q", ref).stdout.strip()
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_the_agent_commits_on_its_branch_and_the_host_lands_it(world, mode):
+    env = world
+    repo = _main(env)
+    jail = _start(env, mode)
+    assert jail.ws == repo.parent / (repo.name + ".worktrees") / "one"
+    out = jail.sh("""
+        echo one > f1 && git add f1 && git commit -qm one && echo COMMIT
+        echo two > f2 && git add f2 && git commit -qm two && echo COMMIT
+        echo wip >> f1 && git stash -q && test "$(cat f1)" = one && git stash pop -q && echo STASH
+        git commit -qam three && echo COMMIT
+        git rebase -q -f HEAD~2 && echo REBASE
+        test "$(git log --format=%s | tr '\\n' ' ')" = "three two one init " && echo LOG
+        git diff --stat HEAD~1 | grep -q f1 && echo DIFF
+        test "$(git branch --show-current)" = tmuxjail/one && echo BRANCH
+        echo end
+    """, timeout=30)
+    assert out.split() == ["COMMIT", "COMMIT", "STASH", "COMMIT", "REBASE", "LOG", "DIFF", "BRANCH", "end"], out
+    # On the host the worktree is no repository: its .git names a path only the jail has.
+    assert host_git(env, jail.ws, "status").returncode == 128
+    shown = env.json("diff", "j")
+    assert [c["subject"] for c in shown["commits"]] == ["three", "two", "one"]
+    assert sorted(f["path"] for f in shown["files"]) == ["f1", "f2"]
+    assert env.run("list").stdout.count("[tmuxjail/one +3]") == 1
+    landed = env.json("land", "j")
+    assert landed["method"] == "fast-forward" and landed["commits"] == 3
+    assert (repo / "f2").read_text() == "two\n" and (repo / "f1").read_text() == "one\nwip\n"
+    assert host_git(env, repo, "status", "--porcelain").stdout == ""
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_git_bypasses_from_the_worktree_run_nothing_on_the_host(world, mode):
+    """commondir, core.fsmonitor (also through an include and a worktree config), hooks and
+    core.hooksPath, a gitlink with a .gitmodules, .gitattributes drivers that the user's config
+    defines, alternates, packed-refs, `mv .git`, a .git file: all written on the agent's side,
+    then git status / git commit in the repository, `tmuxjail diff` and `tmuxjail land`."""
+    env = world
+    repo = _main(env)
+    ran = env.outside / "ran"
+    for key in ("filter.evil.clean", "filter.evil.smudge", "filter.evil.process", "diff.evil.textconv",
+                "diff.evil.command", "merge.evil.driver"):  # the user's own drivers, for the agent to route files to
+        host_git(env, repo, "config", key, f"touch {ran}.{key}; cat", check=True)
+    jail = _start(env, mode)
+    evil = f"""printf '[core]\\n\\tfsmonitor = touch {ran}.$1\\n\\thooksPath = {jail.ws}/hooks\\n' > "$2" """
+    out = jail.sh(f"""
+        evil() {{ {evil}; }}
+        run() {{ sh -c "$2" >/dev/null 2>&1 && echo "$1"; }}
+        mkdir -p hooks evil && for h in pre-commit post-commit post-merge post-checkout reference-transaction \\
+            pre-auto-gc fsmonitor-watchman post-rewrite; do
+          printf '#!/bin/sh\\ntouch {ran}.hook-%s\\n' $h > hooks/$h; chmod +x hooks/$h; done
+        evil commondir evil/config
+        run OWN_CONFIG 'git config core.fsmonitor "touch {ran}.fsmonitor" && git config core.hooksPath {jail.ws}/hooks'
+        run OWN_HOOKS 'mkdir -p {G}/hooks && cp hooks/* {G}/hooks/'
+        run INCLUDE 'git config include.path {jail.ws}/evil/config'
+        git config extensions.worktreeConfig true && evil wtconfig {G}/config.worktree && echo WT_CONFIG
+        run COMMONDIR 'echo {jail.ws}/evil > {G}/commondir.x && mv {G}/commondir.x {G}/commondir'
+        run INFO 'mkdir -p {G}/info && echo "* filter=evil" > {G}/info/attributes'
+        echo '* filter=evil diff=evil merge=evil' > .gitattributes
+        echo x > data.txt
+        git init -q fresh && evil fresh fresh/.git/config && \\
+          git -C fresh -c user.name=a -c user.email=a@b -c core.hooksPath=/dev/null commit -q --allow-empty -m x
+        printf '[submodule "fresh"]\\n\\tpath = fresh\\n\\turl = ./fresh\\n' > .gitmodules
+        (rm -f {G}/commondir; git -c core.fsmonitor=false -c core.hooksPath=/dev/null add .gitattributes data.txt .gitmodules \\
+          && git -c core.hooksPath=/dev/null update-index --add --cacheinfo 160000,$(git -C fresh rev-parse HEAD),fresh \\
+          && git -c core.fsmonitor=false -c core.hooksPath=/dev/null commit -qm attack) >/dev/null 2>&1 && echo COMMITTED
+        run COMMONDIR 'echo {jail.ws}/evil > {G}/commondir'
+        run PACKED 'printf "# pack-refs with: peeled\\n%s refs/heads/master\\n" $(git rev-parse HEAD) >> {G}/packed-refs'
+        run ALTERNATES 'echo {jail.ws}/evil > {G}/objects/info/alternates'
+        run MV_GIT 'mv .git .git-old'
+        run DOT_GIT 'echo "gitdir: {jail.ws}/evil" > .git'
+        run OBJECTS 'touch /run/tmuxjail/worktree/objects/x'
+        echo end
+    """, timeout=30)
+    # The agent owns its git directory (all of it, even what git would read as configuration):
+    # what it cannot do is write the repository's objects, or the .git file the host reads.
+    assert out.split() == ["OWN_CONFIG", "OWN_HOOKS", "INCLUDE", "WT_CONFIG", "COMMONDIR", "INFO", "COMMITTED",
+                           "COMMONDIR", "PACKED", "ALTERNATES", "end"], out
+    before = _branch(env, repo, "master")
+    # The user's git in the repository, and in the worktree (no repository on the host). A
+    # repository the agent made inside its worktree (fresh/) is its own, as in any workspace: the
+    # audit names it (docs/workspace-trust.md), and the host's git must simply not reach into it.
+    for cwd in (repo, jail.ws):
+        host_git(env, cwd, "status")
+        host_git(env, cwd, "commit", "-q", "--allow-empty", "-m", "host")
+    shown = env.run("diff", "j")
+    assert shown.returncode == 0, shown.stderr
+    assert "data.txt" in shown.stdout and ".gitattributes: " in shown.stdout
+    refused = env.run("land", "j")
+    assert refused.returncode != 0 and "--trust-files" in refused.stderr and "Traceback" not in refused.stderr
+    master = _branch(env, repo, "master")
+    assert master != before  # the host's own commit above
+    done = env.run("land", "j", "--trust-files", "--merge")
+    assert done.returncode == 0, done.stderr
+    assert (repo / "data.txt").read_text() == "x\n"
+    ran_files = sorted(p.name for p in ran.parent.glob(ran.name + "*"))
+    assert ran_files == [], ran_files
+
+
+@pytest.mark.parametrize("mode", ["isolated"])
+def test_objects_and_refs_that_look_wrong_are_refused(world, mode):
+    """A tree with a `.git` entry (fsck), a branch that is a link, an object directory that is a
+    link: each stops diff and land in one line, and the repository's branch stays as it was."""
+    env = world
+    repo = _main(env)
+    jail = _start(env, mode)
+    out = jail.sh("""
+        echo a > a && git add a && git commit -qm ok && echo OK
+        blob=$(echo evil | git hash-object -w --stdin)
+        tree=$(printf '100644 blob %s\\t.git\\n' $blob | git mktree)
+        c=$(git commit-tree $tree -p HEAD -m dotgit) && git update-ref refs/heads/tmuxjail/one $c && echo DOTGIT
+        echo end
+    """)
+    assert out.split() == ["OK", "DOTGIT", "end"], out
+    base = _branch(env, repo)
+    for verb in ("diff", "land"):
+        bad = env.run(verb, "j")
+        assert bad.returncode == 1 and "Traceback" not in bad.stderr, bad.stderr
+        assert "dotgit" in bad.stderr.lower() or "fsck" in bad.stderr.lower() or ".git" in bad.stderr, bad.stderr
+        assert _branch(env, repo) == base and not (repo / ".git" / "config").read_text().count("evil")
+    # A .gitmodules whose update runs a command (fsck's gitmodulesUpdate).
+    out = jail.sh(f"""
+        git update-ref refs/heads/tmuxjail/one HEAD~1 && git reset -q --hard
+        printf '[submodule "s"]\\n\\tpath = s\\n\\turl = ./s\\n\\tupdate = !touch {env.outside}/ran\\n' > .gitmodules
+        git add .gitmodules && git commit -qm bang && echo BANG
+        echo end
+    """)
+    assert out.split() == ["BANG", "end"], out
+    bad = env.run("land", "j", "--trust-files")
+    assert bad.returncode == 1 and "gitmodulesUpdate" in bad.stderr and _branch(env, repo) == base, bad.stderr
+    out = jail.sh(f"""
+        git update-ref refs/heads/tmuxjail/one HEAD~1 && rm -f {G}/refs/heads/tmuxjail/one && \\
+          ln -s /etc/hostname {G}/refs/heads/tmuxjail/one && echo LINK
+        echo end
+    """)
+    assert out.split() == ["LINK", "end"], out
+    bad = env.run("diff", "j")
+    assert bad.returncode == 1 and "not a plain file" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_a_conflict_stops_the_landing_and_changes_nothing(world):
+    env = world
+    repo = _main(env)
+    jail = _start(env, "isolated")
+    assert jail.sh("echo agent > README && git commit -qam agent && echo OK").split() == ["OK"]
+    (repo / "README").write_text("user\n")
+    host_git(env, repo, "commit", "-qam", "user", check=True)
+    master = _branch(env, repo, "master")
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "conflicts in 1 file(s): README" in bad.stderr and "nothing changed" in bad.stderr
+    assert _branch(env, repo, "master") == master and (repo / "README").read_text() == "user\n"
+    assert host_git(env, repo, "status", "--porcelain").stdout == ""
+    assert env.run("land", "j", "--ff-only").returncode == 1
+    squash = env.run("land", "j", "--squash")
+    assert squash.returncode == 1 and _branch(env, repo, "master") == master
+
+
+def test_local_changes_in_the_way_stop_the_landing(world):
+    env = world
+    repo = _main(env)
+    jail = _start(env, "isolated")
+    assert jail.sh("echo agent > README && git commit -qam agent && echo OK").split() == ["OK"]
+    (repo / "README").write_text("unsaved work\n")
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "nothing changed" in bad.stderr, bad.stderr
+    assert (repo / "README").read_text() == "unsaved work\n"
+    other = env.run("land", "j", "--into", "side")
+    assert other.returncode == 2 and "no such branch" in other.stderr
+    host_git(env, repo, "branch", "side", check=True)
+    done = env.json("land", "j", "--into", "side")
+    assert done["into"] == "side" and done["checkout"] is None
+    assert host_git(env, repo, "show", "side:README").stdout == "agent\n"
+    assert (repo / "README").read_text() == "unsaved work\n"
+
+
+def test_two_agents_in_one_repository_see_nothing_of_each_other(world):
+    env = world
+    repo = _main(env)
+    a = _start(env, "isolated", name="a", jail="j")
+    b = _start(env, "verified", name="b", jail="k")
+    assert a.ws != b.ws
+    assert a.sh("echo A > mine && echo ok").split() == ["ok"]
+    look = f"ls {a.ws} >/dev/null 2>&1 && echo SEES_A; cat {a.ws}/mine 2>/dev/null; ls {repo} >/dev/null 2>&1 && " \
+           f"echo SEES_REPO; echo B > theirs && git add theirs && git commit -qm b && echo COMMIT"
+    assert b.sh(look).split() == ["COMMIT"]
+    assert a.sh("git add mine && git commit -qm a && echo COMMIT").split() == ["COMMIT"]
+    env.run("land", "j", check=True)
+    env.run("land", "k", check=True)  # a merge commit: master moved on with a's commit
+    assert (repo / "mine").read_text() == "A\n" and (repo / "theirs").read_text() == "B\n"
+
+
+def test_stop_keeps_the_worktree_resume_reuses_it_and_prune_removes_it(world):
+    env = world
+    repo = _main(env)
+    jail = _start(env, "isolated")
+    assert jail.sh("echo a > a && git add a && git commit -qm a && echo OK").split() == ["OK"]
+    env.run("stop", "j", check=True)
+    assert (jail.ws / "a").exists()
+    env.run("resume", "j", "--detach", check=True)
+    assert jail.sh("git log --format=%s | head -1").split() == ["a"]
+    env.run("stop", "j", check=True)
+    dry = env.json("prune", "--worktrees", "--dry-run")
+    assert dry["worktrees"] == []  # not landed
+    forced = env.json("prune", "--worktrees", "--force", "--dry-run")
+    assert [w["name"] for w in forced["worktrees"]] == ["one"] and jail.ws.exists()
+    env.run("land", "j", check=True)
+    gone = env.json("prune", "--worktrees")
+    assert [w["why"] for w in gone["worktrees"]] == ["landed"]
+    assert not jail.ws.exists() and not _branch(env, repo)
+    assert not any((env.state_dir / "worktrees").iterdir())
+    assert (repo / "a").read_text() == "a\n"
+
+
+def test_bad_input_is_one_line_and_leaves_nothing_behind(world):
+    env = world
+    repo = _main(env)
+    state = env.state_dir / "worktrees"
+    wts = repo.parent / (repo.name + ".worktrees")
+
+    def refused(*args, cwd=None, code=2, says=""):
+        proc = env.run("start", "shell", "--mode", "isolated", "--detach", *args, cwd=cwd)
+        assert proc.returncode == code and "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert says in proc.stderr, (says, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) <= 2, proc.stderr
+        assert not wts.exists() or not any(wts.iterdir())
+        assert not state.exists() or not any(state.iterdir())
+        assert host_git(env, repo, "branch", "--list", "tmuxjail/*").stdout == ""
+
+    plain = env.outside / "plain"
+    plain.mkdir()
+    refused("--worktree", "x", cwd=plain, says="not in a git repository")
+    refused("--worktree", "x/../y", says="invalid worktree name")
+    refused("--worktree=-x", says="invalid worktree name")
+    refused("--worktree", "a\x1bb", says="invalid worktree name")
+    refused("--worktree", "x", "--from", "nope", says="no such commit")
+    refused("--from", "HEAD", says="--from goes with --worktree")
+    refused("--worktree", "x", "--mode", "compatibility", says="needs --mode isolated or --mode verified")
+    host_git(env, repo, "branch", "tmuxjail/taken", check=True)
+    proc = env.run("start", "shell", "--mode", "isolated", "--detach", "--worktree", "taken")
+    assert proc.returncode == 2 and "already exists" in proc.stderr
+    host_git(env, repo, "branch", "-D", "tmuxjail/taken", check=True)
+    (repo / "README").write_text("dirty\n")
+    refused("--worktree", "x", says="uncommitted changes")
+    host_git(env, repo, "checkout", "README", check=True)
+    # A worktree directory that vanished: resume says so in one line.
+    jail = _start(env, "isolated")
+    env.run("stop", "j", check=True)
+    subprocess.run(["rm", "-rf", str(jail.ws)], check=True)
+    gone = env.run("resume", "j", "--detach")
+    assert gone.returncode != 0 and "Traceback" not in gone.stderr and str(jail.ws) in gone.stderr, gone.stderr
+    assert env.run("diff", "j").returncode == 0  # the commits are in the git directory, still
+    assert env.run("diff", "nosuch").returncode == 2
+
+
+def test_a_jail_never_reaches_another_sessions_git_directory(world):
+    env = world
+    _main(env)
+    a = _start(env, "isolated", name="a", jail="j")
+    b = _start(env, "isolated", name="b", jail="k")
+    state = env.state_dir / "worktrees"
+    ids = sorted(p.name for p in state.iterdir())
+    out = b.sh(f"""
+        ls {state} 2>/dev/null && echo STATE
+        for d in {' '.join(ids)}; do ls {state}/$d/git >/dev/null 2>&1 && echo SEES_$d; done
+        cat {G}/HEAD
+    """)
+    assert out.split() == ["ref:", "refs/heads/tmuxjail/b"], out
+    assert json.loads((state / ids[0] / "meta.json").read_text())["name"] == "a"
+    assert a.sh("cat " + G + "/HEAD").split() == ["ref:", "refs/heads/tmuxjail/a"]
+
+
+@pytest.mark.parametrize("how", ["auto", "--merge", "--squash"])
+def test_diff_and_land_run_no_hook_or_command_key_of_the_repository(world, how):
+    """tmuxjail's own git calls in the repository switch off its hooks, fsmonitor and every
+    command-running key (a hook manager's hooks, a filter .gitattributes routes the agent's files
+    to, a textconv, a merge driver): diff and land run none of them."""
+    env = world
+    repo = _main(env)
+    ran = env.outside / "ran"
+    jail = _start(env, "isolated")
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    for h in ("pre-commit", "post-commit", "post-merge", "post-checkout", "reference-transaction", "pre-merge-commit",
+              "commit-msg", "prepare-commit-msg", "pre-auto-gc", "post-rewrite", "post-index-change"):
+        (hooks / h).write_text(f"#!/bin/sh\ntouch {ran}.hook-{h}\n")
+        (hooks / h).chmod(0o755)
+    for key in ("filter.lfsish.clean", "filter.lfsish.smudge", "filter.lfsish.process", "diff.lfsish.textconv",
+                "diff.lfsish.command", "merge.lfsish.driver", "core.fsmonitor"):
+        host_git(env, repo, "config", key, f"touch {ran}.{key}; cat", check=True)
+    (repo / "side.txt").write_text("user\n")
+    (repo / ".gitattributes").write_text("*.txt filter=lfsish diff=lfsish merge=lfsish\n")
+    host_git(env, repo, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "filter.lfsish.clean=",
+             "add", ".gitattributes", "side.txt", check=True)
+    host_git(env, repo, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "commit", "-qm", "user",
+             check=True)
+    out = jail.sh("echo agent > agent.txt && git add agent.txt && git commit -qm agent && echo OK")
+    assert out.split() == ["OK"], out
+    for p in ran.parent.glob(ran.name + "*"):
+        p.unlink()
+    assert env.run("diff", "j").returncode == 0
+    args = [] if how == "auto" else [how]
+    done = env.run("land", "j", *args)
+    assert done.returncode == 0, done.stderr
+    assert (repo / "agent.txt").read_text() == "agent\n"
+    assert sorted(p.name for p in ran.parent.glob(ran.name + "*")) == []
