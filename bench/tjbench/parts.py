@@ -706,7 +706,106 @@ def work(b: Bench) -> None:
         res.add("work", f"{label}: inside, wall clock (info)", "s", inside_wall).compare("same, outside", outside_wall)
 
 
+# -- 6. worktree sessions (issue 32) -----------------------------------------------------------
+
+WT_FILES = 10_000
+LAND_COMMITS = 100
+
+
+def _bench_git(w: World) -> dict[str, str]:
+    return dict(w.env, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@example.invalid",
+                GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.invalid")
+
+
+def _repo_of_files(w: World, repo: Path, files: int) -> None:
+    for i in range(files):
+        d = repo / f"d{i // 100:03d}"
+        if i % 100 == 0:
+            d.mkdir(parents=True)
+        (d / f"f{i:05d}.txt").write_text(f"file {i}\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "bench"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=_bench_git(w), check=True, capture_output=True)
+
+
+def worktrees(b: Bench) -> None:
+    """`start --worktree` against `git worktree add` plus a start in that existing directory (their
+    sum, run by run), on a clone of this repository and on a 10,000-file one; and `land` of 100
+    commits against `git merge` of the same commits already fetched (issue 32's targets)."""
+    n, res, w = b.n, b.results, b.world("worktree")
+    make_standin(w.bin / "codex", SMALL_SIZE)
+    w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
+    genv = _bench_git(w)
+    repos = {"this repository": w.root / "repos" / "tmuxjail", f"{WT_FILES:,} files": w.root / "repos" / "big"}
+    repos["this repository"].parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "-q", str(REPO), str(repos["this repository"])],
+                   env=genv, check=True, capture_output=True)
+    _repo_of_files(w, repos[f"{WT_FILES:,} files"], WT_FILES)
+
+    def ready_in(path: Path, argv: list[str], what: str) -> float | None:
+        return _started(time_until_ready(argv, w.env, path / READY), what).ready
+
+    for label, repo in repos.items():
+        wt_dir = repo.parent / (repo.name + ".worktrees")
+        made: list[float | None] = []
+        apart: list[float | None] = []
+        for i in range(n + 1):
+            t = ready_in(wt_dir / f"w{i}", w.tj("start", "codex", "--mode", "isolated", "--workspace", str(repo),
+                                                "--worktree", f"w{i}", "--name", f"{repo.name}w{i}", "--detach"),
+                         "tmuxjail start --worktree")
+            w.kill_session(f"{repo.name}w{i}")
+            plain = repo.parent / f"{repo.name}-plain{i}"
+            t0 = time.perf_counter()
+            subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "-b", f"plain{i}", str(plain)], env=genv,
+                           check=True, capture_output=True)
+            add = time.perf_counter() - t0
+            s = ready_in(plain, w.tj("start", "codex", "--mode", "isolated", "--workspace", str(plain),
+                                     "--name", f"{repo.name}p{i}", "--detach"), "tmuxjail start (existing directory)")
+            w.kill_session(f"{repo.name}p{i}")
+            if i:  # the first of each is a warm-up
+                made.append(t)
+                apart.append(None if s is None else s + add)
+        res.add("worktree", f"start --worktree → ready, {label}", "s", made).compare(
+            "git worktree add + start in that directory", apart, target=1.3)
+
+    repo = repos[f"{WT_FILES:,} files"]
+    landed: list[float | None] = []
+    merged: list[float | None] = []
+    for i in range(n + 1):
+        name = f"l{i}"
+        subprocess.run(w.tj("start", "shell", "--mode", "isolated", "--workspace", str(repo), "--worktree", name,
+                            "--name", f"land{i}", "--detach"), env=w.env, check=True, capture_output=True)
+        subprocess.run(w.tj("stop", f"land{i}"), env=w.env, check=True, capture_output=True)
+        meta = next(json.loads(p.read_text()) for p in (w.home / ".local/state/tmuxjail/worktrees").glob("*/meta.json")
+                    if json.loads(p.read_text())["name"] == name)
+        agent = dict(genv, GIT_DIR=meta["gitdir"], GIT_WORK_TREE=meta["path"],
+                     GIT_ALTERNATE_OBJECT_DIRECTORIES=meta["objects"])
+        for c in range(LAND_COMMITS):  # the agent's 100 commits, written as the agent's git writes them
+            Path(meta["path"], f"d{c // 100:03d}", f"f{c:05d}.txt").write_text(f"run {i} commit {c}\n")
+            subprocess.run(["git", "commit", "-q", "-am", f"c{c}"], env=agent, check=True, capture_output=True)
+        copy = repo.parent / f"merge{i}"
+        subprocess.run(["git", "clone", "-q", "--local", str(repo), str(copy)], env=genv, check=True, capture_output=True)
+        # The same commits in the copy (the agent's objects as its alternate): what `git merge` merges.
+        with open(copy / ".git" / "objects" / "info" / "alternates", "a") as alt:
+            alt.write(str(Path(meta["gitdir"], "objects")) + "\n")
+        tip = Path(meta["gitdir"], "refs", "heads", meta["branch"]).read_text().strip()
+        subprocess.run(["git", "-C", str(copy), "update-ref", "refs/heads/x", tip], env=genv, check=True,
+                       capture_output=True)
+        t0 = time.perf_counter()
+        subprocess.run(["git", "-C", str(copy), "merge", "-q", "--no-edit", "x"], env=genv, check=True, capture_output=True)
+        m = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        subprocess.run(w.tj("land", name), env=w.env, check=True, capture_output=True)
+        t = time.perf_counter() - t0
+        if i:
+            landed.append(t)
+            merged.append(m)
+        shutil.rmtree(copy, ignore_errors=True)
+    res.add("worktree", f"tmuxjail land, {LAND_COMMITS} commits, {WT_FILES:,} files", "s", landed).compare(
+        "git merge of the same commits, already fetched", merged, target=2.0)
+    w.tmux("kill-server", check=False)
+
+
 PARTS: dict[str, Callable[[Bench], None]] = {
     "start": start, "limits": limits, "bigopt": big_opt, "bigws": big_workspace, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
-    "cli": cli, "work": work, "firstscreen": firstscreen,
+    "cli": cli, "work": work, "firstscreen": firstscreen, "worktree": worktrees,
 }

@@ -45,6 +45,9 @@ TARGETS = (
            "before"),
     Target("18.6", "a failing start answers (max over runs)", "failure", "", None, 1.0, "after"),
     Target("18.7", "list --json at 500 sessions vs the libtmux floor", "list", "500 session", "libtmux", 1.5),
+    Target("32", "start --worktree vs git worktree add + start", "worktree", "start --worktree", "git worktree add",
+           1.3, "after"),
+    Target("32", "land of 100 commits vs git merge", "worktree", "tmuxjail land", "git merge", 2.0),
 )
 
 
