@@ -341,3 +341,18 @@ def test_diff_and_land_run_no_hook_or_command_key_of_the_repository(world, how):
     assert done.returncode == 0, done.stderr
     assert (repo / "agent.txt").read_text() == "agent\n"
     assert sorted(p.name for p in ran.parent.glob(ran.name + "*")) == []
+
+
+def test_the_audit_and_the_status_line_cover_worktree_sessions(world):
+    """The audit walks the worktree like any workspace (a new .envrc is named); the status line
+    shows the session's branch."""
+    env = world
+    _main(env)
+    conf = Path(__file__).resolve().parents[2] / "tmux.conf.example"
+    env.tmux("-f", str(conf), "new-session", "-d", "-s", "home", "-c", str(env.ws))
+    jail = _start(env, "isolated")
+    status = env.tmux("display-message", "-p", "-t", "=j:", "#{E:@tmuxjail-status}")
+    assert "[isolated:shell tmuxjail/one" in status, status
+    assert jail.sh("echo 'export X=1' > .envrc && echo ok").split() == ["ok"]
+    audit = env.run("audit", "j", "--json")
+    assert audit.returncode == 6 and ".envrc" in audit.stdout, audit.stdout + audit.stderr
