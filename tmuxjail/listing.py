@@ -67,7 +67,8 @@ def _cells(d: dict, short_fp: bool, home: str, servers: bool = False) -> list[st
         ws = "~" + ws[len(home.rstrip("/")):]
     wt = d.get("worktree")
     if wt:  # the branch and its commits since its base, where the workspace is
-        ws += f" [{wt['branch']} +{'?' if wt.get('ahead') is None else wt['ahead']}]"
+        dirty = "" if not wt.get("uncommitted") else f", {wt['uncommitted']} uncommitted"
+        ws += f" [{wt['branch']} +{'?' if wt.get('ahead') is None else wt['ahead']}{dirty}]"
     return [d["name"], d["provider"], d["mode"] or "-", _status_text(d), d["agent"] or "-",
             d["kind"], d["tmux_pane"] or "-", fp_text, *([d.get("server") or "-"] if servers else []), ws]
 

@@ -183,10 +183,12 @@ def _worktree(row) -> dict | None:
     wt = json.loads(row.request).get("worktree")
     if not isinstance(wt, dict):
         return None
-    from .worktree import ahead
+    from .worktree import ahead, uncommitted
 
+    changed = uncommitted(wt) if os.path.isdir(str(wt.get("path"))) else None
     return {"id": wt.get("id"), "name": wt.get("name"), "branch": wt.get("branch"), "path": wt.get("path"),
-            "repository": wt.get("repo"), "base": wt.get("base"), "ahead": ahead(wt)}
+            "repository": wt.get("repo"), "base": wt.get("base"), "ahead": ahead(wt),
+            "uncommitted": None if changed is None else len(changed)}
 
 
 def _base(row, pane, kind: str, where: str, server: str) -> dict:

@@ -604,3 +604,35 @@ def host_trusted(changed: list[dict]) -> list[dict]:
                 out.append({"path": f["path"], "entry": e.id, "trigger": e.trigger})
                 break
     return out
+
+
+def uncommitted(wt: dict) -> list[str] | None:
+    """The checkout's changes against the agent's branch (`git status --porcelain` paths), as the
+    host sees them without trusting the agent's git directory: in the import repository (its
+    config and alternate are tmuxjail's; the agent's object files copied by name), with an index
+    of tmuxjail's own, submodules ignored and every command key off (gitrun). None when it cannot
+    tell (a branch or object that does not read)."""
+    try:
+        commit = tip(wt)
+        _copy_objects(wt)
+    except (TmuxjailError, OSError):
+        return None
+    meta = Path(wt["gitdir"]).parent
+    index = str(meta / "status-index")
+    git = Git(wt["path"], git_dir=wt["import"], work_tree=wt["path"],
+              extra_env={"GIT_INDEX_FILE": index, "GIT_OPTIONAL_LOCKS": "1"})
+    try:
+        seen = (meta / "status-tip").read_text().strip()
+    except OSError:
+        seen = ""
+    _write(Path(wt["import"], "refs", "heads", "tip"), commit + "\n")  # the import repository's HEAD
+    if seen != commit:  # --reset: entries the new tip leaves as they were keep their stat data (no rehash)
+        if git("read-tree", *(["--reset"] if seen else []), commit, check=False).returncode != 0:
+            return None
+        _write(meta / "status-tip", commit + "\n")
+    git("update-index", "-q", "--refresh", "--ignore-submodules", check=False)
+    done = git("status", "--porcelain=v1", "-z", "--ignore-submodules=all", "--untracked-files=normal",
+               "--no-renames", check=False)
+    if done.returncode != 0:
+        return None
+    return [item[3:] for item in done.stdout.split("\0") if len(item) > 3]

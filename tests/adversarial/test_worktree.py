@@ -356,3 +356,32 @@ def test_the_audit_and_the_status_line_cover_worktree_sessions(world):
     assert jail.sh("echo 'export X=1' > .envrc && echo ok").split() == ["ok"]
     audit = env.run("audit", "j", "--json")
     assert audit.returncode == 6 and ".envrc" in audit.stdout, audit.stdout + audit.stderr
+
+
+def test_list_reads_uncommitted_changes_without_running_the_agents_git(world):
+    """list counts the checkout's uncommitted changes with git status on the host: the agent's
+    gitlink to a repository it made (whose config runs fsmonitor and hooks), its .gitattributes
+    routed to drivers the user's global config defines, its .gitignore: nothing of it runs."""
+    env = world
+    _main(env)
+    ran = env.outside / "ran"
+    (env.home / ".gitconfig").write_text("".join(
+        f"[{sec} \"lfsish\"]\n\t{key} = touch {ran}.{sec}-{key}; cat\n"
+        for sec, key in (("filter", "clean"), ("filter", "smudge"), ("diff", "textconv"), ("merge", "driver"))))
+    jail = _start(env, "isolated")
+    out = jail.sh(f"""
+        git init -q sub && printf '[core]\\n\\tfsmonitor = touch {ran}.sub\\n[filter "x"]\\n\\tclean = touch {ran}.subfilter; cat\\n' \\
+          >> sub/.git/config && echo '* filter=x' > sub/.gitattributes && echo f > sub/f
+        git -C sub -c core.fsmonitor=false -c filter.x.clean= add f .gitattributes
+        git -C sub -c user.name=a -c user.email=a@b -c core.fsmonitor=false commit -qm x
+        git -c core.fsmonitor=false update-index --add --cacheinfo 160000,$(git -C sub -c core.fsmonitor=false rev-parse HEAD),sub
+        echo '*.txt filter=lfsish diff=lfsish merge=lfsish' > .gitattributes
+        echo a > a.txt && git add .gitattributes a.txt && git -c core.fsmonitor=false commit -qm attrs && echo COMMIT
+        echo changed > a.txt; echo new > b.txt; echo more > sub/file; echo changed > sub/f
+        echo end
+    """)
+    assert out.split() == ["COMMIT", "end"], out
+    row = next(d for d in env.json("list") if d["name"] == "j")
+    # a.txt changed, b.txt new, and the attack scripts the test itself wrote (.attack*)
+    assert row["worktree"]["uncommitted"] >= 2 and row["worktree"]["ahead"] == 1, row["worktree"]
+    assert sorted(p.name for p in ran.parent.glob(ran.name + "*")) == []
