@@ -173,7 +173,7 @@ def runs(key: str, value: str | None) -> bool:
 
 def _first_word(value: str) -> str:
     v = value.strip().lstrip("!").strip()
-    if v[:1] in "\"'":
+    if v and v[0] in "\"'":  # (an empty value, `credential.helper =` that resets the list, names nothing)
         end = v.find(v[0], 1)
         return v[1:end] if end > 0 else v[1:]
     return v.split(None, 1)[0] if v else ""

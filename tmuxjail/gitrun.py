@@ -121,10 +121,13 @@ class Git:
         return found
 
     def _call(self, argv: list[str], check: bool = True, input: str | None = None,
-              what: str | None = None) -> subprocess.CompletedProcess[str]:
+              what: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+        """stdin: an fd to read from (input, text, otherwise; neither: /dev/null)."""
+        if stdin is None:
+            stdin = subprocess.DEVNULL if input is None else None
         try:
             done = subprocess.run(argv, cwd=self.where, env=env(self.extra_env), input=input, text=True,
-                                  capture_output=True, stdin=None if input is not None else subprocess.DEVNULL)
+                                  capture_output=True, stdin=stdin)
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror}") from None
         if check and done.returncode != 0:
@@ -132,9 +135,9 @@ class Git:
         return done
 
     def __call__(self, *args: str, check: bool = True, input: str | None = None,
-                 what: str | None = None) -> subprocess.CompletedProcess[str]:
+                 what: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
         return self._call([*self._base(), *self.off(), *args], check=check, input=input,
-                          what=what or "git " + args[0])
+                          what=what or "git " + args[0], stdin=stdin)
 
     def out(self, *args: str, what: str | None = None, input: str | None = None) -> str:
         return self(*args, what=what, input=input).stdout.strip()

@@ -185,9 +185,13 @@ def _worktree(row) -> dict | None:
         return None
     from .worktree import ahead, uncommitted
 
-    changed = uncommitted(wt) if os.path.isdir(str(wt.get("path"))) else None
+    try:  # what the agent's side holds never fails a list: it reads as "cannot tell"
+        count = ahead(wt)
+        changed = uncommitted(wt) if os.path.isdir(str(wt.get("path"))) else None
+    except (TmuxjailError, OSError, ValueError, KeyError, TypeError):
+        count, changed = None, None
     return {"id": wt.get("id"), "name": wt.get("name"), "branch": wt.get("branch"), "path": wt.get("path"),
-            "repository": wt.get("repo"), "base": wt.get("base"), "ahead": ahead(wt),
+            "repository": wt.get("repo"), "base": wt.get("base"), "ahead": count,
             "uncommitted": None if changed is None else len(changed)}
 
 

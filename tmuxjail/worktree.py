@@ -20,11 +20,11 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import time
 from pathlib import Path
 
+from . import gitconfig
 from .config import load as load_config
 from .effective import JAIL_GITDIR, JAIL_OBJECTS
 from .errors import TmuxjailError, UsageError
@@ -40,6 +40,7 @@ LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 LOOSE = re.compile(r"^(?:[0-9a-f]{38}|[0-9a-f]{62})$")
 PACK = re.compile(r"^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.(?:pack|idx)$")
 MAX_IMPORT = 4 << 30  # bytes of objects one import copies at most
+MAX_LOOSE = 256 << 20  # one loose object, read and inflated in memory
 MAX_REFS = 16 << 20  # packed-refs read at most
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -279,39 +280,6 @@ def tip(wt: dict) -> str:
                         hint="the agent deleted or renamed it; nothing can be brought home")
 
 
-def _copy_objects(wt: dict) -> int:
-    """The agent's object files into the import repository: loose objects and packs by their
-    names only, each a regular file opened without following a link. Returns bytes copied."""
-    dest = os.path.join(wt["import"], "objects")
-    total = 0
-    try:
-        gfd = os.open(wt["gitdir"], DIR_FLAGS)
-    except OSError as exc:
-        raise WorktreeError(f"the worktree's git directory cannot be opened ({exc.strerror})") from None
-    try:
-        try:
-            ofd = _open_path(gfd, "objects", DIR_FLAGS)
-        except OSError:
-            raise WorktreeError("the worktree's objects directory is gone or not a directory") from None
-        try:
-            for e in os.scandir(ofd):
-                if LOOSE_DIR.match(e.name):
-                    names = [n for n in _names(ofd, e.name) if LOOSE.match(n)]
-                elif e.name == "pack":
-                    found = set(_names(ofd, "pack"))
-                    names = [n for n in found if PACK.match(n) and n.rsplit(".", 1)[0]
-                             + (".idx" if n.endswith(".pack") else ".pack") in found]
-                else:
-                    continue
-                for n in sorted(names):
-                    total += _copy_one(ofd, e.name + "/" + n, os.path.join(dest, e.name, n), MAX_IMPORT - total)
-        finally:
-            os.close(ofd)
-    finally:
-        os.close(gfd)
-    return total
-
-
 def _names(ofd: int, sub: str) -> list[str]:
     try:
         fd = os.open(sub, DIR_FLAGS, dir_fd=ofd)
@@ -323,7 +291,193 @@ def _names(ofd: int, sub: str) -> list[str]:
         os.close(fd)
 
 
-def _copy_one(ofd: int, rel: str, dest: str, budget: int) -> int:
+def bring(wt: dict) -> str:
+    """The agent's branch into the user's repository (refs/heads/BRANCH), every object checked;
+    returns its commit. The agent's objects reach the repository only through `git index-pack
+    --strict`, which names each object by its content (a file's name counts for nothing), runs
+    fsck on every one and refuses a pack whose objects point at any that is missing."""
+    commit = tip(wt)
+    main = Git(wt["repo"])
+    have, current = _lookup(main, [commit + "^{commit}", f"refs/heads/{wt['branch']}^{{commit}}"])
+    if have is None:
+        why = "the agent's commits fail git's checks; nothing was imported"
+        algo = "sha256" if (main.config("extensions.objectformat") or "").lower() == "sha256" else "sha1"
+        for pack in _packs(wt, commit, algo):
+            try:
+                main("index-pack", "--stdin", "--strict", "--fix-thin", what=why, stdin=pack)
+            finally:
+                os.close(pack)
+        (have,) = _lookup(main, [commit + "^{commit}"])
+        if have is None:
+            raise WorktreeError(f"the agent's branch names {commit[:12]}, which is not among its objects "
+                                "(or is no commit); nothing was imported")
+    if current != commit:
+        if current is not None and current not in (_imported(wt), wt["base"]):
+            raise WorktreeError(f"{wt['branch']} was moved in {wt['repo']} since tmuxjail last set it; "
+                                "it stays as it is", hint=f"to keep that work, rename it (git branch -m "
+                                f"{wt['branch']} NEW); tmuxjail then makes the branch again")
+        main("update-ref", "refs/heads/" + wt["branch"], commit, *([current] if current else []),
+             what="updating the branch")
+        _write(Path(wt["gitdir"]).parent / "imported", commit + "\n")  # what prune may delete it at
+    return commit
+
+
+def _imported(wt: dict) -> str | None:
+    try:
+        return (Path(wt["gitdir"]).parent / "imported").read_text().strip() or None
+    except OSError:
+        return None
+
+
+PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+
+
+def _packs(wt: dict, commit: str, algo: str) -> list[int]:
+    """Packs of the agent's objects for index-pack, in order, as fds of unlinked files tmuxjail
+    wrote: a copy of each pack file it has, then one made here from its loose objects reachable
+    from the tip (each read without following a link, inflated with a bound, its type and size
+    checked)."""
+    import tempfile
+    import zlib
+
+    out: list[int] = []
+    meta = str(Path(wt["gitdir"]).parent)
+    budget = MAX_IMPORT
+    try:
+        gfd = os.open(wt["gitdir"], DIR_FLAGS)
+    except OSError as exc:
+        raise WorktreeError(f"the worktree's git directory cannot be opened ({exc.strerror})") from None
+    try:
+        ofd = _open_path(gfd, "objects", DIR_FLAGS)
+    except OSError:
+        os.close(gfd)
+        raise WorktreeError("the worktree's objects directory is gone or not a directory") from None
+    try:
+        # The agent's packs first: the loose objects made since may point into them.
+        for pack in sorted(n for n in _names(ofd, "pack") if PACK.match(n) and n.endswith(".pack")):
+            with tempfile.TemporaryFile(dir=meta) as copy:
+                budget -= _copy_fd(ofd, "pack/" + pack, copy, budget)
+                copy.seek(0)
+                out.append(os.dup(copy.fileno()))
+        with tempfile.TemporaryFile(dir=meta) as loose:
+            # The loose objects reachable from the tip, the walk stopping at each one the agent
+            # does not have loose (the repository's, or in the agent's packs, sent whole above).
+            count, seen, todo = 0, set(), [commit]
+            width = 32 if algo == "sha256" else 20
+            while todo:
+                oid = todo.pop()
+                if oid in seen:
+                    continue
+                seen.add(oid)
+                raw = _read_object(ofd, f"{oid[:2]}/{oid[2:]}", budget)
+                if raw is None:
+                    continue
+                budget -= len(raw)
+                head, _, body = raw.partition(b"\0")
+                kind, _, size = head.partition(b" ")
+                if kind not in PACK_TYPES or not size.isdigit() or int(size) != len(body):
+                    continue  # not an object: if one is needed, index-pack says it is missing
+                todo += _links(kind, body, width)
+                loose.write(_pack_header(PACK_TYPES[kind], len(body)) + zlib.compress(body, 1))
+                count += 1
+            if count:
+                out.append(_sealed(loose, count, meta, algo))
+    except BaseException:
+        for fd in out:
+            os.close(fd)
+        raise
+    finally:
+        os.close(ofd)
+        os.close(gfd)
+    return out
+
+
+def _links(kind: bytes, body: bytes, width: int) -> list[str]:
+    """The object ids a commit, tree or tag names (a gitlink's commit is another repository's)."""
+    out: list[str] = []
+    if kind == b"tree":
+        i = 0
+        while i < len(body):
+            space, nul = body.find(b" ", i), body.find(b"\0", i)
+            if space < 0 or nul < 0 or nul + 1 + width > len(body):
+                break
+            if body[i:space] != b"160000":
+                out.append(body[nul + 1:nul + 1 + width].hex())
+            i = nul + 1 + width
+    elif kind in (b"commit", b"tag"):
+        for line in body.split(b"\n"):
+            if not line:
+                break
+            key, _, value = line.partition(b" ")
+            if key in (b"tree", b"parent", b"object") and OID.match(value.decode("ascii", "replace")):
+                out.append(value.decode())
+    return out
+
+
+def _pack_header(kind: int, size: int) -> bytes:
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    out = bytearray()
+    while size:
+        out.append(byte | 0x80)
+        byte, size = size & 0x7F, size >> 7
+    out.append(byte)
+    return bytes(out)
+
+
+def _sealed(entries, count: int, meta: str, algo: str) -> int:
+    """PACK v2 header + the entries + the trailing hash (the repository's object format), as an
+    fd at its start."""
+    import tempfile
+
+    digest = hashlib.new(algo)
+    head = b"PACK" + (2).to_bytes(4, "big") + count.to_bytes(4, "big")
+    with tempfile.TemporaryFile(dir=meta) as pack:
+        pack.write(head)
+        digest.update(head)
+        entries.seek(0)
+        while chunk := entries.read(1 << 20):
+            pack.write(chunk)
+            digest.update(chunk)
+        pack.write(digest.digest())
+        pack.seek(0)
+        return os.dup(pack.fileno())
+
+
+def _read_object(ofd: int, rel: str, budget: int) -> bytes | None:
+    """A loose object, inflated; None for anything that is not a regular file or does not
+    inflate. At most MAX_LOOSE bytes are read and inflated (a file that grows while it is read
+    counts for what it was): a larger object is refused (the agent's `git gc` packs it)."""
+    import zlib
+
+    try:
+        fd = _open_path(ofd, rel, FILE_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        cap = min(budget, MAX_LOOSE)
+        if st.st_size > cap:
+            raise WorktreeError(f"the agent's object {rel.replace('/', '')} is larger than {cap >> 20} MiB loose; "
+                                "nothing was imported", hint="pack it in the session (git gc), then try again")
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            raw = f.read(st.st_size)
+        inflate = zlib.decompressobj()
+        body = inflate.decompress(raw, cap + 1)
+        if len(body) > cap or inflate.unconsumed_tail:
+            raise WorktreeError(f"the agent's object {rel.replace('/', '')} inflates past {cap >> 20} MiB; "
+                                "nothing was imported", hint="pack it in the session (git gc), then try again")
+        return body
+    except zlib.error:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _copy_fd(ofd: int, rel: str, dest, budget: int) -> int:
     try:
         fd = _open_path(ofd, rel, FILE_FLAGS)
     except OSError:
@@ -332,54 +486,35 @@ def _copy_one(ofd: int, rel: str, dest: str, budget: int) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return 0
-        try:
-            if os.stat(dest).st_size == st.st_size:
-                return 0  # object files are named by their content: already here
-        except FileNotFoundError:
-            pass
         if st.st_size > budget:
             raise WorktreeError(f"the worktree's objects exceed {MAX_IMPORT >> 30} GiB; refusing to import them")
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        tmp = dest + ".tmp"
-        with open(tmp, "wb") as out, os.fdopen(os.dup(fd), "rb") as src:
-            os.set_blocking(src.fileno(), True)
-            shutil.copyfileobj(src, out, 1 << 20)
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, dest)
+        os.set_blocking(fd, True)
+        left = st.st_size  # what it was when looked at: a file that grows is copied that far
+        with os.fdopen(os.dup(fd), "rb") as src:
+            while left and (chunk := src.read(min(left, 1 << 20))):
+                dest.write(chunk)
+                left -= len(chunk)
         return st.st_size
     finally:
         os.close(fd)
 
 
-def bring(wt: dict) -> str:
-    """The agent's branch into the user's repository (refs/heads/BRANCH), every object checked;
-    returns its commit."""
-    commit = tip(wt)
-    main = Git(wt["repo"])
-    have, current = _lookup(main, [commit + "^{commit}", f"refs/heads/{wt['branch']}^{{commit}}"])
-    if have is None:
-        _copy_objects(wt)
-        _write(Path(wt["import"], "refs", "heads", "tip"), commit + "\n")
-        main("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
-             wt["import"], "+refs/heads/tip:refs/heads/" + wt["branch"],
-             what="the agent's commits fail git's checks; nothing was imported")
-    elif current != commit:
-        main("update-ref", "refs/heads/" + wt["branch"], commit, what="updating the branch")
-    return commit
-
-
 def commits(wt: dict, commit: str, since: str | None = None) -> list[dict]:
-    out = Git(wt["repo"]).out("log", "--no-decorate", "--format=%H%x1f%an%x1f%aI%x1f%s",
-                              (since or wt["base"]) + ".." + commit)
-    return [dict(zip(("commit", "author", "date", "subject"), line.split("\x1f"), strict=False))
-            for line in out.splitlines() if line]
+    out = Git(wt["repo"])("log", "-z", "--no-decorate", "--format=%H%x00%an%x00%aI%x00%s",
+                          (since or wt["base"]) + ".." + commit).stdout
+    fields = out.split("\0")
+    return [dict(zip(("commit", "author", "date", "subject"), fields[i:i + 4], strict=True))
+            for i in range(0, len(fields) - 3, 4) if OID.match(fields[i].strip())]
 
 
-def files(wt: dict, commit: str) -> list[dict]:
-    out = Git(wt["repo"]).out("diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-status", "-z",
-                              wt["base"] + "..." + commit)
-    parts = [p for p in out.split("\0") if p]
-    return [{"status": parts[i], "path": parts[i + 1]} for i in range(0, len(parts) - 1, 2)]
+def files(wt: dict, commit: str, since: str | None = None) -> list[dict]:
+    """The paths a change makes: from the base to the agent's tip (three dots: the agent's own
+    work), or from `since` to commit (what landing it changes)."""
+    span = wt["base"] + "..." + commit if since is None else since + ".." + commit
+    out = Git(wt["repo"])("diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-status", "-z",
+                          span).stdout
+    parts = out.split("\0")
+    return [{"status": parts[i], "path": parts[i + 1]} for i in range(0, len(parts) - 1, 2) if parts[i]]
 
 
 def patch(wt: dict, commit: str) -> str:
@@ -405,80 +540,114 @@ def checked_out(main: Git, branch: str) -> str | None:
 
 def land(wt: dict, into: str | None, how: str, trust_files: bool = False) -> dict:
     """how: "auto" (fast-forward, else a merge commit), "ff-only", "merge" (always a merge
-    commit) or "squash". A conflict, or local changes in the way, changes nothing."""
+    commit) or "squash". A conflict, files your tools run or trust (without trust_files), or
+    local, untracked or ignored files in the way: nothing changes."""
     main = Git(wt["repo"])
     commit = bring(wt)
-    if into is None:
-        head = main("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
-        if not head:
-            raise UsageError(f"{wt['repo']} is on a detached HEAD; say where to land: --into BRANCH")
-        into = head
-    if into == wt["branch"]:
-        raise UsageError(f"--into {into}: that is the worktree's own branch")
-    if into.startswith("-") or not into.isprintable() or "\n" in into:
-        raise UsageError(f"--into {into!r}: not a branch name")
-    (target,) = _lookup(main, [f"refs/heads/{into}^{{commit}}"])
-    if target is None:
-        raise UsageError(f"--into {into}: no such branch in {wt['repo']}")
+    into, target = _into(wt, main, into)
     if commit == wt["base"]:
         raise UsageError(f"{wt['branch']} has no commits to land")
     common = main.out("merge-base", target, commit, what="finding where the branches meet")
     if common == commit:
         raise UsageError(f"{wt['branch']} is already in {into}")
-    trusted = host_trusted(files(wt, commit))
-    if trusted and not trust_files:
-        listed = ", ".join(t["path"] for t in trusted[:5]) + ("..." if len(trusted) > 5 else "")
-        raise WorktreeError(f"{wt['branch']} changes {len(trusted)} file(s) that your tools run or trust: {listed}; "
-                            "nothing changed",
-                            hint=f"read them (tmuxjail diff {wt['name']}), then land with --trust-files",
-                            data={"trusted": trusted})
     ff = common == target
     if how == "ff-only" and not ff:
         raise WorktreeError(f"{into} has moved on since {wt['branch']} began: not a fast-forward; nothing changed",
                             hint="land without --ff-only (a merge commit) or with --squash")
     new_commits = commits(wt, commit, since=target)
-    n = len(new_commits)
     if ff and how in ("auto", "ff-only"):
         new, kind = commit, "fast-forward"
     else:
-        done = main("merge-tree", "--write-tree", "--name-only", "--no-messages", target, commit, check=False)
-        lines = done.stdout.splitlines()
-        if done.returncode == 1:
-            conflicted = [x for x in lines[1:] if x]
-            raise WorktreeError(f"landing {wt['branch']} into {into} conflicts in {len(conflicted)} file(s): "
-                                + ", ".join(conflicted[:5]) + ("..." if len(conflicted) > 5 else "")
-                                + "; nothing changed",
-                                hint=f"merge it yourself: git -C {wt['repo']} merge {wt['branch']}",
-                                data={"conflicts": conflicted})
-        if done.returncode != 0 or not lines or not OID.match(lines[0]):
-            last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise WorktreeError(f"landing {wt['branch']} into {into}: the merge failed ({last}); nothing changed",
-                                hint="tmuxjail runs no merge driver; merge it yourself after review")
-        tree = lines[0]
-        if how == "squash":
-            subjects = "".join(f"\n* {c['subject']}" for c in new_commits)
-            msg = f"{wt['branch']}: {n} commit(s), squashed by tmuxjail land\n{subjects}\n"
-            new = main.out("commit-tree", tree, "-p", target, input=msg, what="making the squash commit")
-            kind = "squash"
-        else:
-            msg = f"Merge branch '{wt['branch']}' into {into} (tmuxjail land)\n"
-            new = main.out("commit-tree", tree, "-p", target, "-p", commit, input=msg, what="making the merge commit")
-            kind = "merge"
+        new, kind = _merged(wt, main, into, target, commit, how, new_commits)
+    # What landing changes is target -> new, not what the branch changed since its base: a branch
+    # built on the current tip can put back what the user has changed since.
+    changed = files(wt, new, since=target)
+    trusted = host_trusted(changed, configured(wt))
+    if trusted and not trust_files:
+        listed = ", ".join(shown(t["path"]) for t in trusted[:5]) + ("..." if len(trusted) > 5 else "")
+        raise WorktreeError(f"landing {wt['branch']} changes {len(trusted)} file(s) that your tools run or trust: "
+                            f"{listed}; nothing changed",
+                            hint=f"read them (tmuxjail diff {wt['name']}), then land with --trust-files",
+                            data={"trusted": trusted})
     at = checked_out(main, into)
     if at is not None:
+        _nothing_in_the_way(at, changed)
         # The branch's own checkout moves with it; git refuses (and changes nothing) when local
         # changes are in the way. Filters and hooks are off (gitrun), so nothing of the agent's runs.
         moved = Git(at)("merge", "--ff-only", "--quiet", "--no-edit", "--no-verify", new, check=False)
         if moved.returncode != 0:
-            last = " ".join(moved.stderr.split())[:300] or "git merge refused"
+            last = shown(" ".join(moved.stderr.split())[:300]) or "git merge refused"
             raise WorktreeError(f"landing into {into} (checked out at {at}) stopped: {last}; nothing changed",
                                 hint="commit or stash the changes there first")
     else:
         main("update-ref", "-m", "tmuxjail land " + wt["branch"], "refs/heads/" + into, new, target,
              what="moving " + into)
     _write(Path(wt["gitdir"]).parent / "landed", json.dumps({"tip": commit, "into": into, "commit": new}) + "\n")
-    return {"branch": wt["branch"], "into": into, "method": kind, "commits": n, "tip": commit, "result": new,
-            "checkout": at}
+    return {"branch": wt["branch"], "into": into, "method": kind, "commits": len(new_commits), "tip": commit,
+            "result": new, "checkout": at}
+
+
+def _into(wt: dict, main: Git, into: str | None) -> tuple[str, str]:
+    """The branch to land on (default: the one checked out) and its commit."""
+    if into is None:
+        into = main("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+        if not into:
+            raise UsageError(f"{wt['repo']} is on a detached HEAD; say where to land: --into BRANCH")
+    if into == wt["branch"]:
+        raise UsageError(f"--into {into}: that is the worktree's own branch")
+    if into.startswith("-") or not into.isprintable():
+        raise UsageError(f"--into {into!r}: not a branch name")
+    (target,) = _lookup(main, [f"refs/heads/{into}^{{commit}}"])
+    if target is None:
+        raise UsageError(f"--into {into}: no such branch in {wt['repo']}")
+    return into, target
+
+
+def _merged(wt: dict, main: Git, into: str, target: str, commit: str, how: str,
+            new_commits: list[dict]) -> tuple[str, str]:
+    """The merge (or squash) commit of commit onto target, made by merge-tree without a work
+    tree; a conflict or a merge that needs a driver raises and changes nothing."""
+    done = main("merge-tree", "--write-tree", "--name-only", "--no-messages", target, commit, check=False)
+    lines = done.stdout.splitlines()
+    if done.returncode == 1:
+        conflicted = [shown(x) for x in lines[1:] if x]
+        raise WorktreeError(f"landing {wt['branch']} into {into} conflicts in {len(conflicted)} file(s): "
+                            + ", ".join(conflicted[:5]) + ("..." if len(conflicted) > 5 else "") + "; nothing changed",
+                            hint=f"merge it yourself: git -C {wt['repo']} merge {wt['branch']}",
+                            data={"conflicts": conflicted})
+    if done.returncode != 0 or not lines or not OID.match(lines[0]):
+        last = shown((done.stderr.strip().splitlines() or ["(no message)"])[-1])
+        raise WorktreeError(f"landing {wt['branch']} into {into}: the merge failed ({last}); nothing changed",
+                            hint="tmuxjail runs no merge driver; merge it yourself after review")
+    if how == "squash":
+        subjects = "".join(f"\n* {shown(c['subject'])}" for c in new_commits)
+        msg = f"{wt['branch']}: {len(new_commits)} commit(s), squashed by tmuxjail land\n{subjects}\n"
+        return main.out("commit-tree", lines[0], "-p", target, input=msg, what="making the squash commit"), "squash"
+    msg = f"Merge branch '{wt['branch']}' into {into} (tmuxjail land)\n"
+    return main.out("commit-tree", lines[0], "-p", target, "-p", commit, input=msg,
+                    what="making the merge commit"), "merge"
+
+
+def _nothing_in_the_way(checkout: str, changed: list[dict]) -> None:
+    """git's checkout overwrites untracked and ignored files (a local .env, a data directory) with
+    the landed ones, or replaces a directory with a link: refuse when anything the landing adds is
+    already on disk there, or a directory it needs is something else."""
+    for f in changed:
+        if f["status"] not in ("A", "T"):
+            continue
+        parts = f["path"].split("/")
+        for i in range(1, len(parts) + 1):
+            here = os.path.join(checkout, *parts[:i])
+            last = i == len(parts)
+            if os.path.lexists(here) and (last or os.path.islink(here) or not os.path.isdir(here)):
+                raise WorktreeError(f"landing would replace {shown('/'.join(parts[:i]))!r} in {checkout}, which git "
+                                    "does not track there (untracked or ignored); nothing changed",
+                                    hint="move it aside, then land again")
+
+
+def shown(text: str) -> str:
+    """Text from the agent's side as it may reach a terminal: control characters as \\xNN."""
+    return "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in text)
 
 
 def landed(wt: dict) -> bool:
@@ -502,11 +671,10 @@ def landed(wt: dict) -> bool:
 
 
 def remove(wt: dict) -> None:
-    """A worktree, its state and its branch (only while the branch is what the agent left)."""
-    try:
-        commit = tip(wt)
-    except TmuxjailError:
-        commit = None
+    """A worktree, its state and its branch: the branch only while it is at the base or at what
+    tmuxjail itself last wrote to it (bring), never at what the agent's ref says now (the agent
+    could point it at a commit of the user's)."""
+    commit = _imported(wt)
     main_branch = None
     try:
         main_branch = Git(wt["repo"])("rev-parse", "--verify", "--quiet", "refs/heads/" + wt["branch"],
@@ -526,9 +694,10 @@ __all__ = ["JAIL_GITDIR", "JAIL_OBJECTS", "GitError", "WorktreeError", "bring", 
 
 def ahead(wt: dict, limit: int = 1000) -> int | None:
     """Commits on the agent's branch since its base, counted from the agent's own loose objects
-    (list runs no git and imports nothing): a walk from the tip through the commits the agent
-    made, which stops at the base and at any commit it did not make (those are the repository's).
-    None when a commit of the agent's is packed (after a gc): then `tmuxjail diff` counts."""
+    (no git runs for it): a walk from the tip through the commits the agent made, which stops at
+    the base and at any commit it did not make (those are the repository's). At most `limit`
+    lookups in all, each of a regular file read with a bound. None when it cannot tell: a commit
+    of the agent's is packed (after a gc), or anything is not what a commit is."""
     import zlib
 
     try:
@@ -536,25 +705,30 @@ def ahead(wt: dict, limit: int = 1000) -> int | None:
         gfd = os.open(wt["gitdir"], DIR_FLAGS)
     except (OSError, TmuxjailError):
         return None
-    seen: set[str] = set()
-    todo = [start]
     try:
-        while todo:
-            oid = todo.pop()
+        packed = _packed_here(gfd)
+        seen: set[str] = set()
+        todo = [start]
+        for _ in range(limit):
+            if not todo:
+                return len(seen)
+            oid = todo.pop()  # every name taken counts against the bound, repeats too
             if oid == wt["base"] or oid in seen:
                 continue
-            if len(seen) >= limit:
-                return None
             try:
                 fd = _open_path(gfd, f"objects/{oid[:2]}/{oid[2:]}", FILE_FLAGS)
             except FileNotFoundError:
-                if _packed_here(gfd):
+                if packed:
                     return None
                 continue  # not the agent's: the repository's history
             except OSError:
                 return None
             try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None
                 raw = os.read(fd, 1 << 20)
+            except OSError:
+                return None
             finally:
                 os.close(fd)
             try:
@@ -570,7 +744,7 @@ def ahead(wt: dict, limit: int = 1000) -> int | None:
                     break
                 if line.startswith(b"parent ") and OID.match(line[7:].decode("ascii", "replace")):
                     todo.append(line[7:].decode())
-        return len(seen)
+        return None  # the bound: no count rather than a slow list
     finally:
         os.close(gfd)
 
@@ -586,13 +760,33 @@ def _packed_here(gfd: int) -> bool:
         os.close(fd)
 
 
-def host_trusted(changed: list[dict]) -> list[dict]:
+def configured(wt: dict) -> list[tuple[str, str]]:
+    """(path in the work tree, the key) of what the repository's git config runs or reads by
+    path: core.hooksPath, a filter's or driver's program, an include (gitconfig.targets, over every
+    level of the config as git reads it for the repository)."""
+    entries = []
+    for item in Git(wt["repo"]).listing().split("\0"):
+        if item:
+            key, _, value = item.partition("\n")
+            entries.append((key, value))
+    top = wt["repo"]
+    return [(os.path.relpath(path, top), key) for key, path in gitconfig.targets(entries, wt["common"], top)
+            if inside(path, top) and path != top]
+
+
+def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None = None) -> list[dict]:
     """The changed paths that a host program runs or trusts (the catalogue's guard entries, and
     .gitattributes and .gitmodules, which route files to drivers and say where submodules come
-    from): landing them is a decision of its own (`land --trust-files`)."""
+    from, and what the repository's config runs by path): landing them is a decision of its own
+    (`land --trust-files`)."""
     cat = catalogue()
     out = []
     for f in changed:
+        hit = next((key for rel, key in config_paths or () if f["path"] == rel or f["path"].startswith(rel + "/")),
+                   None)
+        if hit is not None:
+            out.append({"path": f["path"], "entry": hit, "trigger": f"git runs it ({hit})"})
+            continue
         parts = f["path"].split("/")
         for i, name in enumerate(parts):
             last = i == len(parts) - 1
@@ -608,13 +802,12 @@ def host_trusted(changed: list[dict]) -> list[dict]:
 
 def uncommitted(wt: dict) -> list[str] | None:
     """The checkout's changes against the agent's branch (`git status --porcelain` paths), as the
-    host sees them without trusting the agent's git directory: in the import repository (its
-    config and alternate are tmuxjail's; the agent's object files copied by name), with an index
-    of tmuxjail's own, submodules ignored and every command key off (gitrun). None when it cannot
-    tell (a branch or object that does not read)."""
+    host sees them without trusting the agent's git directory: the branch brought home first
+    (bring: every object checked), then git status in the import repository (its config and
+    alternate are tmuxjail's) with an index of tmuxjail's own, submodules ignored and every
+    command key off (gitrun). None when it cannot tell (a branch or object that does not check)."""
     try:
-        commit = tip(wt)
-        _copy_objects(wt)
+        commit = bring(wt)  # its objects checked into the repository: the import repository's alternate
     except (TmuxjailError, OSError):
         return None
     meta = Path(wt["gitdir"]).parent

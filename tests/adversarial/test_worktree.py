@@ -60,7 +60,7 @@ def test_the_agent_commits_on_its_branch_and_the_host_lands_it(world, mode):
     shown = env.json("diff", "j")
     assert [c["subject"] for c in shown["commits"]] == ["three", "two", "one"]
     assert sorted(f["path"] for f in shown["files"]) == ["f1", "f2"]
-    assert env.run("list").stdout.count("[tmuxjail/one +3]") == 1
+    assert env.run("list").stdout.count("[tmuxjail/one +3, ") == 1  # (+ the attack scripts, uncommitted)
     landed = env.json("land", "j")
     assert landed["method"] == "fast-forward" and landed["commits"] == 3
     assert (repo / "f2").read_text() == "two\n" and (repo / "f1").read_text() == "one\nwip\n"
@@ -385,3 +385,162 @@ def test_list_reads_uncommitted_changes_without_running_the_agents_git(world):
     # a.txt changed, b.txt new, and the attack scripts the test itself wrote (.attack*)
     assert row["worktree"]["uncommitted"] >= 2 and row["worktree"]["ahead"] == 1, row["worktree"]
     assert sorted(p.name for p in ran.parent.glob(ran.name + "*")) == []
+
+
+def test_commits_the_agent_packed_or_left_unreachable_junk_beside_still_land(world):
+    """After the agent's `git gc` its objects are in a pack (sent whole, checked as any); a
+    malformed object it left unreachable is not sent at all."""
+    env = world
+    repo = _main(env)
+    jail = _start(env, "isolated")
+    out = jail.sh(f"""
+        echo a > a && git add a && git commit -qm a && git gc -q && ls {G}/objects/pack | grep -c '\\.pack$'
+        blob=$(echo evil | git hash-object -w --stdin)
+        printf '100644 blob %s\\t.git\\n' $blob | git mktree >/dev/null && echo JUNK
+        echo b > b && git add b && git commit -qm b && echo OK
+    """)
+    assert out.split() == ["1", "JUNK", "OK"], out
+    done = env.json("land", "j")
+    assert done["commits"] == 2 and (repo / "a").exists() and (repo / "b").exists()
+
+
+# -- the red team's findings (each reproduced from inside a jail, then closed) --------------------
+
+def test_what_the_repositorys_config_runs_by_path_asks_for_trust_files(world):
+    """core.hooksPath and a filter's program inside the work tree are files the host runs: a
+    branch that changes them lands only with --trust-files."""
+    env = world
+    repo = _main(env)
+    (repo / "tools" / "hooks").mkdir(parents=True)
+    (repo / "tools" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (repo / "tools" / "clean.sh").write_text("#!/bin/sh\ncat\n")
+    host_git(env, repo, "add", "tools", check=True)
+    host_git(env, repo, "commit", "-qm", "tools", check=True)
+    host_git(env, repo, "config", "core.hooksPath", "tools/hooks", check=True)
+    host_git(env, repo, "config", "filter.x.clean", "./tools/clean.sh", check=True)
+    jail = _start(env, "isolated")
+    for path in ("tools/hooks/pre-commit", "tools/clean.sh"):
+        out = jail.sh(f"echo 'touch /tmp/ran' >> {path} && git commit -qam edit && echo OK")
+        assert out.split() == ["OK"], out
+        shown = env.run("diff", "j", "--stat")
+        assert f"{path}: git runs it" in shown.stdout, shown.stdout
+        bad = env.run("land", "j")
+        assert bad.returncode == 1 and "--trust-files" in bad.stderr and path in bad.stderr, bad.stderr
+        assert "/tmp/ran" not in (repo / path).read_text()
+        assert jail.sh("git reset -q --hard HEAD~1 && echo OK").split() == ["OK"]
+
+
+def test_a_branch_that_puts_back_what_the_user_changed_since_asks_for_trust_files(world):
+    """The trust check reads what landing changes (the branch against its target now), not what
+    the branch changed since its base: here the agent's commit on the user's newer tip restores
+    the .envrc the user had removed, and adds only app.py of its own."""
+    env = world
+    repo = _main(env)
+    (repo / ".envrc").write_text("layout python\n")
+    host_git(env, repo, "add", ".envrc", check=True)
+    host_git(env, repo, "commit", "-qm", "envrc", check=True)
+    base = _branch(env, repo, "master")
+    jail = _start(env, "isolated")
+    (repo / ".envrc").write_text("# removed\n")
+    host_git(env, repo, "commit", "-qam", "harden", check=True)
+    newer = _branch(env, repo, "master")
+    out = jail.sh(f"""
+        export GIT_INDEX_FILE=/tmp/idx; git read-tree {newer}
+        git update-index --cacheinfo 100644,$(git rev-parse {base}:.envrc),.envrc
+        git update-index --add --cacheinfo 100644,$(echo 'print(1)' | git hash-object -w --stdin),app.py
+        git update-ref refs/heads/tmuxjail/one $(git commit-tree $(git write-tree) -p {newer} -m 'add app') && echo OK
+    """)
+    assert out.split() == ["OK"], out
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and ".envrc" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    assert (repo / ".envrc").read_text() == "# removed\n" and _branch(env, repo, "master") == newer
+
+
+def test_objects_that_are_no_files_or_many_parents_never_fail_or_stall_list(world):
+    """A directory or a FIFO where the tip's object should be, or thousands of fake commits each
+    naming a thousand missing parents: list, show and prune answer (the count reads "?")."""
+    env = world
+    _main(env)
+    jail = _start(env, "isolated")
+    out = jail.sh(f"""
+        o=deadbeefdeadbeefdeadbeefdeadbeefdeadbeef
+        mkdir -p {G}/objects/de/${{o#??}} && echo $o > {G}/refs/heads/tmuxjail/one && echo DIR
+    """)
+    assert out.split() == ["DIR"], out
+    for args in (("list",), ("show", "j"), ("prune", "--worktrees", "--dry-run")):
+        done = env.run(*args)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr)
+    assert "+?" in env.run("list").stdout
+    script = f'''
+import os, zlib, hashlib
+g = "{G}"
+def put(body):
+    raw = b"commit %d\\0" % len(body) + body
+    oid = hashlib.sha1(raw).hexdigest()
+    os.makedirs(f"{{g}}/objects/{{oid[:2]}}", exist_ok=True)
+    open(f"{{g}}/objects/{{oid[:2]}}/{{oid[2:]}}", "wb").write(zlib.compress(raw))
+    return oid
+first = None
+for i in range(300):
+    parents = b"".join(b"parent %s\\n" % hashlib.sha1(b"%d-%d" % (i, j)).hexdigest().encode() for j in range(1000))
+    oid = put(b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\\n" + parents + b"author a <a> 0 +0000\\n\\nx\\n")
+    first = first or oid
+open(f"{{g}}/refs/heads/tmuxjail/one", "w").write(first + "\\n")
+print("FAKE")
+'''
+    (jail.ws / "fake.py").write_text(script)
+    assert jail.sh("python3 fake.py").split() == ["FAKE"]
+    done = env.run("list", timeout=60)
+    assert done.returncode == 0 and "[tmuxjail/one +?" in done.stdout, done.stdout + done.stderr
+
+
+def test_diff_shows_the_agents_control_characters_instead_of_sending_them(world):
+    env = world
+    _main(env)
+    jail = _start(env, "isolated")
+    out = jail.sh("""
+        printf 'ok\\033[H\\033[2Jfake\\n' > 'na\\033]2;tme' && git add -A . ':!.attack*' 2>/dev/null
+        git commit -qm "$(printf 'subject\\033[2J\\037more')" && echo OK
+    """)
+    assert out.split() == ["OK"], out
+    shown = env.run("diff", "j")
+    assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\x1f" not in shown.stdout, shown.stdout
+    assert "\\x1b[2J" in shown.stdout
+    data = env.json("diff", "j")
+    assert data["commits"][0]["subject"] == "subject\x1b[2J\x1fmore"  # JSON keeps them, escaped
+
+
+def test_untracked_or_ignored_files_in_the_way_stop_the_landing(world):
+    """git would overwrite an ignored .env, or swap a data directory for a link: refused."""
+    env = world
+    repo = _main(env)
+    (repo / ".gitignore").write_text(".env\ndata/\n")
+    host_git(env, repo, "add", ".gitignore", check=True)
+    host_git(env, repo, "commit", "-qm", "ignore", check=True)
+    jail = _start(env, "isolated")
+    (repo / ".env").write_text("SECRET=user\n")
+    (repo / "data").mkdir()
+    (repo / "data" / "big.csv").write_text("1,2\n")
+    for plant, path in (("echo SECRET=agent > .env && git add -f .env", ".env"),
+                        ("ln -s /etc data && git add -f data", "data")):
+        assert jail.sh(f"{plant} && git commit -qm x && echo OK").split() == ["OK"]
+        bad = env.run("land", "j")
+        assert bad.returncode == 1 and f"'{path}'" in bad.stderr and "nothing changed" in bad.stderr, bad.stderr
+        assert (repo / ".env").read_text() == "SECRET=user\n" and (repo / "data" / "big.csv").exists()
+        assert jail.sh("git reset -q --hard HEAD~1 && echo OK").split() == ["OK"]
+
+
+def test_prune_never_deletes_a_branch_the_agent_pointed_at_the_users_commit(world):
+    env = world
+    repo = _main(env)
+    jail = _start(env, "isolated")
+    host_git(env, repo, "switch", "-q", "tmuxjail/one", check=True)
+    (repo / "mine").write_text("user work\n")
+    host_git(env, repo, "add", "mine", check=True)
+    host_git(env, repo, "commit", "-qm", "user work", check=True)
+    users = _branch(env, repo)
+    host_git(env, repo, "switch", "-q", "master", check=True)
+    assert jail.sh(f"git update-ref refs/heads/tmuxjail/one {users} && echo OK").split() == ["OK"]
+    env.run("stop", "j", check=True)
+    env.json("prune", "--worktrees", "--force")
+    assert _branch(env, repo) == users  # the user's commit keeps its branch

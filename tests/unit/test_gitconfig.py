@@ -130,3 +130,12 @@ def test_targets_are_what_a_config_makes_git_read_or_run_by_path():
     assert gitconfig.targets(entries, "/w.git", None) == [
         ("include.path", "/shared.inc"), ("includeif.gitdir:/w/.path", "/w.git/more.inc"),
         ("core.sshcommand", "/usr/bin/ssh")]
+
+
+def test_an_empty_command_value_names_no_file():
+    """`[credential] helper =` (which resets the helper list) and a bare `!` alias name nothing:
+    the walk of a repository that has one must not fail."""
+    from tmuxjail import gitconfig
+
+    entries = [("credential.helper", ""), ("alias.x", "!"), ("core.pager", "  "), ("filter.a.clean", "'./x' y")]
+    assert gitconfig.targets(entries, "/r/.git", "/r") == [("filter.a.clean", "/r/x")]

@@ -131,26 +131,45 @@ def test_tip_reads_the_loose_ref_then_packed_refs_and_nothing_else(tmp_path):
         worktree.tip(wt)
 
 
-def test_object_copy_takes_object_names_only_and_no_links(tmp_path):
-    wt = _gitdir(tmp_path)
-    g = Path(wt["gitdir"])
-    wt["import"] = str(tmp_path / "imp")
-    objs = g / "objects"
-    (objs / "ab").mkdir(parents=True)
-    (objs / "ab" / ("c" * 38)).write_bytes(b"loose")
-    (objs / "ab" / "notes").write_bytes(b"x")
-    (objs / "info").mkdir()
-    (objs / "info" / "alternates").write_text("/etc\n")
-    (objs / "pack").mkdir()
-    (objs / "pack" / ("pack-" + "e" * 40 + ".pack")).write_bytes(b"p")
-    (objs / "pack" / ("pack-" + "e" * 40 + ".idx")).write_bytes(b"i")
-    (objs / "pack" / ("pack-" + "f" * 40 + ".pack")).write_bytes(b"no idx")
-    os.symlink("/etc", objs / "cd")
-    os.symlink("/etc/hostname", objs / "ab" / ("d" * 38))
-    assert worktree._copy_objects(wt) == 7
-    got = sorted(str(p.relative_to(tmp_path / "imp" / "objects")) for p in (tmp_path / "imp" / "objects").rglob("*")
-                 if p.is_file())
-    assert got == ["ab/" + "c" * 38, "pack/pack-" + "e" * 40 + ".idx", "pack/pack-" + "e" * 40 + ".pack"]
+def test_the_import_pack_holds_the_reachable_loose_objects_and_follows_no_link(tmp_path):
+    import subprocess
+
+    src = tmp_path / "src"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    run = lambda *a: subprocess.run(["git", "-C", str(src), *a], env=env, capture_output=True, text=True,  # noqa: E731
+                                    check=True).stdout.strip()
+    src.mkdir()
+    run("init", "-q")
+    (src / "f").write_text("one\n")
+    run("add", "f")
+    run("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "c")
+    commit = run("rev-parse", "HEAD")
+    junk = run("hash-object", "-w", "--stdin", "--no-filters", str(src / "f"))  # reachable anyway (the blob)
+    other = subprocess.run(["git", "-C", str(src), "hash-object", "-w", "--stdin"], input="unreachable\n", env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    objs = src / ".git" / "objects"
+    os.symlink("/etc/hostname", objs / "zz")
+    wt = {**WT, "gitdir": str(src / ".git")}
+    fds = worktree._packs(wt, commit, "sha1")
+    try:
+        assert len(fds) == 1
+        data = os.read(fds[0], 1 << 20)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert data[:4] == b"PACK" and int.from_bytes(data[8:12], "big") == 3  # commit, tree, blob; not `other`
+    dest = tmp_path / "dest"
+    subprocess.run(["git", "init", "-q", str(dest)], env=env, check=True)
+    subprocess.run(["git", "-C", str(dest), "index-pack", "--stdin", "--strict"], input=data, env=env, check=True,
+                   capture_output=True)
+    assert subprocess.run(["git", "-C", str(dest), "cat-file", "-t", commit], env=env, capture_output=True,
+                          text=True).stdout.strip() == "commit"
+    assert subprocess.run(["git", "-C", str(dest), "cat-file", "-e", other], env=env).returncode != 0
+    assert junk
+
+
+def test_shown_makes_control_characters_visible():
+    assert worktree.shown("ok\x1b[2Jx\ny\tz\x7f\u009b") == "ok\\x1b[2Jx\ny\tz\\x7f\\x9b"
 
 
 def test_host_trusted_names_hooks_attributes_and_direnv_not_code():
@@ -159,3 +178,17 @@ def test_host_trusted_names_hooks_attributes_and_direnv_not_code():
     names = [t["path"] for t in worktree.host_trusted(changed)]
     assert ".gitattributes" in names and "sub/.gitmodules" in names and ".husky/pre-commit" in names
     assert ".envrc" in names and "src/app.py" not in names and "README.md" not in names
+
+
+def test_pack_headers_and_the_links_an_object_names():
+    assert worktree._pack_header(3, 5) == bytes([0x35])
+    assert worktree._pack_header(1, 16) == bytes([0x90, 0x01])
+    assert worktree._pack_header(2, 1000) == bytes([0xA8, 0x3E])
+    a, b = "a" * 40, "b" * 40
+    commit = f"tree {a}\nparent {b}\nauthor x <x> 0 +0000\n\nparent {'c' * 40}\n".encode()
+    assert worktree._links(b"commit", commit, 20) == [a, b]
+    tree = b"100644 f\0" + bytes.fromhex(a) + b"160000 sub\0" + bytes.fromhex(b) + b"40000 d\0" + bytes.fromhex("d" * 40)
+    assert worktree._links(b"tree", tree, 20) == [a, "d" * 40]  # a gitlink's commit is another repository's
+    assert worktree._links(b"tree", b"100644 cut\0abc", 20) == []
+    assert worktree._links(b"tag", f"object {a}\ntype commit\n".encode(), 20) == [a]
+    assert worktree._links(b"blob", b"tree " + a.encode(), 20) == []

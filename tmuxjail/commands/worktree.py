@@ -37,17 +37,20 @@ def run_diff(call: Call) -> Result:
     commit = worktree.bring(wt)
     commits = worktree.commits(wt, commit)
     files = worktree.files(wt, commit)
-    trusted = worktree.host_trusted(files)
+    trusted = worktree.host_trusted(files, worktree.configured(wt))
     data = {"name": wt["name"], "branch": wt["branch"], "base": wt["base"], "tip": commit, "repository": wt["repo"],
             "worktree": wt["path"], "commits": commits, "files": files, "trusted": trusted}
+    # Subjects, paths and the patch are the agent's words: control characters are shown, never
+    # sent to your terminal (a clear-screen and a fake diff would hide the real one).
+    shown = worktree.shown
     lines = [f"{wt['branch']}: {len(commits)} commit(s) on {wt['base'][:12]} in {wt['repo']}"]
-    lines += [f"  {c['commit'][:12]} {c['subject']}" for c in commits]
-    lines += [f"  {f['status']}\t{f['path']}" for f in files] or ["  (no files changed)"]
+    lines += [f"  {c['commit'][:12]} {shown(c['subject'])}" for c in commits]
+    lines += [f"  {f['status']}\t{shown(f['path'])}" for f in files] or ["  (no files changed)"]
     if trusted:
         lines.append(f"{len(trusted)} of them your tools run or trust (land asks for --trust-files):")
-        lines += [f"  {t['path']}: {t['trigger']}" for t in trusted]
+        lines += [f"  {shown(t['path'])}: {t['trigger']}" for t in trusted]
     if not call.args.stat and not call.json and files:
-        lines += ["", worktree.patch(wt, commit).rstrip("\n")]
+        lines += ["", shown(worktree.patch(wt, commit).rstrip("\n"))]
     return Result(data, "\n".join(lines))
 
 
