@@ -139,3 +139,13 @@ def test_an_empty_command_value_names_no_file():
 
     entries = [("credential.helper", ""), ("alias.x", "!"), ("core.pager", "  "), ("filter.a.clean", "'./x' y")]
     assert gitconfig.targets(entries, "/r/.git", "/r") == [("filter.a.clean", "/r/x")]
+
+
+def test_a_repository_whose_config_resets_the_credential_helper_is_walked(tmp_path):
+    """The start's walk for git metadata (host.guards) reads every repository's config: one with
+    `helper =` (the documented way to reset the helper list) failed it, and so the start."""
+    from tmuxjail import host
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[credential]\n\thelper =\n[alias]\n\tx = !\n")
+    assert str(tmp_path / ".git") in host.guards([str(tmp_path)]).git
