@@ -782,8 +782,7 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
     cat = catalogue()
     out = []
     for f in changed:
-        hit = next((key for rel, key in config_paths or () if f["path"] == rel or f["path"].startswith(rel + "/")),
-                   None)
+        hit = next((key for rel, key in config_paths or () if inside(f["path"], rel)), None)
         if hit is not None:
             out.append({"path": f["path"], "entry": hit, "trigger": f"git runs it ({hit})"})
             continue

@@ -110,3 +110,23 @@ def test_the_api_docs_example_runs(orchestrator):
     assert wait_until(lambda: (env.ws / "hello.txt").exists(), 15)
     assert (env.ws / "hello.txt").read_text() == "hello from the jail\n"
     assert env.server.sessions == []  # the example stopped its jail
+
+
+def test_start_in_a_worktree_and_a_failed_start_leaves_none(orchestrator):
+    """api.start(worktree=...) is `start --worktree`; a start that fails after the worktree was
+    made (here: verified mode with nothing approved for codex) leaves no checkout, state or branch."""
+    import subprocess
+
+    env, server = orchestrator, orchestrator.server
+    git = lambda *a: subprocess.run(["git", "-C", str(env.ws), *a], check=True, capture_output=True,  # noqa: E731
+                                    text=True).stdout
+    git("init", "-q")
+    git("-c", "user.name=u", "-c", "user.email=u@x.test", "commit", "-q", "--allow-empty", "-m", "init")
+    jail = api.start("codex", workspace=env.ws, mode="isolated", name="wt", server=server, worktree="api")
+    assert jail.workspace.endswith(".worktrees/api") and "tmuxjail/api" in git("branch")
+    with pytest.raises(api.NotApproved):
+        api.start("codex", workspace=env.ws, mode="verified", name="wt2", server=server, worktree="no")
+    assert "tmuxjail/no" not in git("branch")
+    assert not (env.ws.parent / (env.ws.name + ".worktrees") / "no").exists()
+    with pytest.raises(api.UsageError):
+        api.start("codex", workspace=env.ws, mode="isolated", server=server, from_ref="HEAD")
