@@ -28,7 +28,7 @@ from . import gitconfig
 from .config import load as load_config
 from .effective import JAIL_GITDIR, JAIL_OBJECTS
 from .errors import TmuxjailError, UsageError
-from .gitrun import Git, GitError
+from .gitrun import Git, GitError, reason
 from .paths import remove_tree
 from .registry import Mode
 from .subpath import inside
@@ -307,17 +307,15 @@ def bring(wt: dict) -> str:
                 main("index-pack", "--stdin", "--strict", "--fix-thin", what=why, stdin=pack)
             finally:
                 os.close(pack)
-        (have,) = _lookup(main, [commit + "^{commit}"])
-        if have is None:
-            raise WorktreeError(f"the agent's branch names {commit[:12]}, which is not among its objects "
-                                "(or is no commit); nothing was imported")
     if current != commit:
         if current is not None and current not in (_imported(wt), wt["base"]):
             raise WorktreeError(f"{wt['branch']} was moved in {wt['repo']} since tmuxjail last set it; "
                                 "it stays as it is", hint=f"to keep that work, rename it (git branch -m "
                                 f"{wt['branch']} NEW); tmuxjail then makes the branch again")
-        main("update-ref", "refs/heads/" + wt["branch"], commit, *([current] if current else []),
-             what="updating the branch")
+        moved = main("update-ref", "refs/heads/" + wt["branch"], commit, *([current] if current else []), check=False)
+        if moved.returncode != 0:  # (git refuses a branch at an object it lacks, or at no commit)
+            raise WorktreeError(f"the agent's branch names {commit[:12]}, which is not among its objects or is no "
+                                f"commit; nothing was imported ({reason(moved.stderr)})")
         _write(Path(wt["gitdir"]).parent / "imported", commit + "\n")  # what prune may delete it at
     return commit
 
@@ -330,6 +328,7 @@ def _imported(wt: dict) -> str | None:
 
 
 PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+TREE_ENTRY = {w: re.compile(rb"([0-7]{5,6}) [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
 
 
 def _packs(wt: dict, commit: str, algo: str) -> list[int]:
@@ -338,7 +337,6 @@ def _packs(wt: dict, commit: str, algo: str) -> list[int]:
     from the tip (each read without following a link, inflated with a bound, its type and size
     checked)."""
     import tempfile
-    import zlib
 
     out: list[int] = []
     meta = str(Path(wt["gitdir"]).parent)
@@ -362,24 +360,12 @@ def _packs(wt: dict, commit: str, algo: str) -> list[int]:
         with tempfile.TemporaryFile(dir=meta) as loose:
             # The loose objects reachable from the tip, the walk stopping at each one the agent
             # does not have loose (the repository's, or in the agent's packs, sent whole above).
-            count, seen, todo = 0, set(), [commit]
-            width = 32 if algo == "sha256" else 20
-            while todo:
-                oid = todo.pop()
-                if oid in seen:
-                    continue
-                seen.add(oid)
-                raw = _read_object(ofd, f"{oid[:2]}/{oid[2:]}", budget)
-                if raw is None:
-                    continue
-                budget -= len(raw)
-                head, _, body = raw.partition(b"\0")
-                kind, _, size = head.partition(b" ")
-                if kind not in PACK_TYPES or not size.isdigit() or int(size) != len(body):
-                    continue  # not an object: if one is needed, index-pack says it is missing
-                todo += _links(kind, body, width)
-                loose.write(_pack_header(PACK_TYPES[kind], len(body)) + zlib.compress(body, 1))
-                count += 1
+            dirs: dict[str, int] = {}
+            try:
+                count = _walk_loose(ofd, commit, dirs, budget, 32 if algo == "sha256" else 20, loose)
+            finally:
+                for dfd in dirs.values():
+                    os.close(dfd)
             if count:
                 out.append(_sealed(loose, count, meta, algo))
     except BaseException:
@@ -392,18 +378,37 @@ def _packs(wt: dict, commit: str, algo: str) -> list[int]:
     return out
 
 
+def _walk_loose(ofd: int, commit: str, dirs: dict[str, int], budget: int, width: int, loose) -> int:
+    """Pack entries, into `loose`, for the agent's loose objects reachable from commit; their count."""
+    import zlib
+
+    count, seen, todo = 0, set(), [commit]
+    while todo:
+        oid = todo.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        raw = _read_object(ofd, f"{oid[:2]}/{oid[2:]}", budget, dirs)
+        if raw is None:
+            continue
+        budget -= len(raw)
+        head, _, body = raw.partition(b"\0")
+        kind, _, size = head.partition(b" ")
+        if kind not in PACK_TYPES or not size.isdigit() or int(size) != len(body):
+            continue  # not an object: if one is needed, index-pack says it is missing
+        todo += _links(kind, body, width)
+        # Trees are mostly object ids, which do not compress: stored as they are, for speed.
+        loose.write(_pack_header(PACK_TYPES[kind], len(body)) + zlib.compress(body, 0 if kind == b"tree" else 1))
+        count += 1
+    return count
+
+
 def _links(kind: bytes, body: bytes, width: int) -> list[str]:
     """The object ids a commit, tree or tag names (a gitlink's commit is another repository's)."""
     out: list[str] = []
-    if kind == b"tree":
-        i = 0
-        while i < len(body):
-            space, nul = body.find(b" ", i), body.find(b"\0", i)
-            if space < 0 or nul < 0 or nul + 1 + width > len(body):
-                break
-            if body[i:space] != b"160000":
-                out.append(body[nul + 1:nul + 1 + width].hex())
-            i = nul + 1 + width
+    if kind == b"tree":  # entries: MODE SP NAME NUL ID (a tree that does not parse: index-pack finds the gap)
+        entry = TREE_ENTRY[width]
+        out = [oid.hex() for mode, oid in entry.findall(body) if mode != b"160000"]
     elif kind in (b"commit", b"tag"):
         for line in body.split(b"\n"):
             if not line:
@@ -444,14 +449,18 @@ def _sealed(entries, count: int, meta: str, algo: str) -> int:
         return os.dup(pack.fileno())
 
 
-def _read_object(ofd: int, rel: str, budget: int) -> bytes | None:
+def _read_object(ofd: int, rel: str, budget: int, dirs: dict[str, int]) -> bytes | None:
     """A loose object, inflated; None for anything that is not a regular file or does not
     inflate. At most MAX_LOOSE bytes are read and inflated (a file that grows while it is read
-    counts for what it was): a larger object is refused (the agent's `git gc` packs it)."""
+    counts for what it was): a larger object is refused (the agent's `git gc` packs it). dirs:
+    the fan-out directories this walk opened (no link followed), by name; the caller closes them."""
     import zlib
 
+    sub, _, name = rel.partition("/")
     try:
-        fd = _open_path(ofd, rel, FILE_FLAGS)
+        if sub not in dirs:
+            dirs[sub] = os.open(sub, DIR_FLAGS, dir_fd=ofd)
+        fd = os.open(name, FILE_FLAGS, dir_fd=dirs[sub])
     except OSError:
         return None
     try:
@@ -462,9 +471,11 @@ def _read_object(ofd: int, rel: str, budget: int) -> bytes | None:
         if st.st_size > cap:
             raise WorktreeError(f"the agent's object {rel.replace('/', '')} is larger than {cap >> 20} MiB loose; "
                                 "nothing was imported", hint="pack it in the session (git gc), then try again")
-        os.set_blocking(fd, True)
-        with os.fdopen(os.dup(fd), "rb") as f:
-            raw = f.read(st.st_size)
+        parts, left = [], st.st_size  # (O_NONBLOCK means nothing for a regular file)
+        while left and (chunk := os.read(fd, left)):
+            parts.append(chunk)
+            left -= len(chunk)
+        raw = b"".join(parts)
         inflate = zlib.decompressobj()
         body = inflate.decompress(raw, cap + 1)
         if len(body) > cap or inflate.unconsumed_tail:
