@@ -139,5 +139,17 @@ class Git:
         return self._call([*self._base(), *self.off(), *args], check=check, input=input,
                           what=what or "git " + args[0], stdin=stdin)
 
+    def ahead(self, *args: str) -> subprocess.Popen[str]:
+        """A call started now, read later with done(): for queries that do not wait on each other."""
+        return subprocess.Popen([*self._base(), *self.off(), *args], cwd=self.where, env=env(self.extra_env),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    @staticmethod
+    def done(proc: subprocess.Popen[str], what: str) -> str:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise GitError(f"{what}: {reason(err)}")
+        return out
+
     def out(self, *args: str, what: str | None = None, input: str | None = None) -> str:
         return self(*args, what=what, input=input).stdout.strip()

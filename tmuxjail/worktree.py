@@ -535,10 +535,11 @@ def patch(wt: dict, commit: str) -> str:
 
 # -- landing ----------------------------------------------------------------------------------------
 
-def checked_out(main: Git, branch: str) -> str | None:
-    """The work tree of the user's repository that has branch checked out, if any."""
+def checked_out(listing: str, branch: str) -> str | None:
+    """The work tree of the user's repository that has branch checked out, if any, from
+    `git worktree list --porcelain`."""
     block: dict[str, str] = {}
-    for line in [*main.out("worktree", "list", "--porcelain").splitlines(), ""]:
+    for line in [*listing.splitlines(), ""]:
         if not line:
             if block.get("branch") == "refs/heads/" + branch and "worktree" in block:
                 return block["worktree"]
@@ -554,7 +555,24 @@ def land(wt: dict, into: str | None, how: str, trust_files: bool = False) -> dic
     commit) or "squash". A conflict, files your tools run or trust (without trust_files), or
     local, untracked or ignored files in the way: nothing changes."""
     main = Git(wt["repo"])
+    # Two queries of the repository alone run while the agent's objects are read and checked.
+    trees = main.ahead("worktree", "list", "--porcelain")
+    head = main.ahead("symbolic-ref", "-q", "--short", "HEAD") if into is None else None
+    try:
+        return _land(wt, main, into, how, trust_files, trees, head)
+    finally:
+        for proc in filter(None, (trees, head)):
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+
+def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, trees, head) -> dict:
     commit = bring(wt)
+    if head is not None:
+        into = head.communicate()[0].strip()
+    if not into:
+        raise UsageError(f"{wt['repo']} is on a detached HEAD; say where to land: --into BRANCH")
     into, target = _into(wt, main, into)
     if commit == wt["base"]:
         raise UsageError(f"{wt['branch']} has no commits to land")
@@ -580,7 +598,7 @@ def land(wt: dict, into: str | None, how: str, trust_files: bool = False) -> dic
                             f"{listed}; nothing changed",
                             hint=f"read them (tmuxjail diff {wt['name']}), then land with --trust-files",
                             data={"trusted": trusted})
-    at = checked_out(main, into)
+    at = checked_out(Git.done(trees, "listing the repository's work trees"), into)
     if at is not None:
         _nothing_in_the_way(at, changed)
         # The branch's own checkout moves with it; git refuses (and changes nothing) when local
@@ -598,12 +616,8 @@ def land(wt: dict, into: str | None, how: str, trust_files: bool = False) -> dic
             "result": new, "checkout": at}
 
 
-def _into(wt: dict, main: Git, into: str | None) -> tuple[str, str]:
-    """The branch to land on (default: the one checked out) and its commit."""
-    if into is None:
-        into = main("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
-        if not into:
-            raise UsageError(f"{wt['repo']} is on a detached HEAD; say where to land: --into BRANCH")
+def _into(wt: dict, main: Git, into: str) -> tuple[str, str]:
+    """The branch to land on and its commit."""
     if into == wt["branch"]:
         raise UsageError(f"--into {into}: that is the worktree's own branch")
     if into.startswith("-") or not into.isprintable():
