@@ -738,8 +738,15 @@ def worktrees(b: Bench) -> None:
     genv = _bench_git(w)
     repos = {"this repository": w.root / "repos" / "tmuxjail", f"{WT_FILES:,} files": w.root / "repos" / "big"}
     repos["this repository"].parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "clone", "-q", str(REPO), str(repos["this repository"])],
-                   env=genv, check=True, capture_output=True)
+    # This repository's files at HEAD, in a repository of their own (a clone would need this user to
+    # own the checkout: git refuses another user's repository).
+    mine = repos["this repository"]
+    mine.mkdir()
+    tree = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(REPO), "archive", "HEAD"], env=genv, check=True,
+                          capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(mine)], input=tree, check=True)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "bench"], ["repack", "-adq"]):
+        subprocess.run(["git", "-C", str(mine), *args], env=genv, check=True, capture_output=True)
     _repo_of_files(w, repos[f"{WT_FILES:,} files"], WT_FILES)
 
     def ready_in(path: Path, argv: list[str], what: str) -> float | None:
