@@ -176,11 +176,17 @@ def test_objects_and_refs_that_look_wrong_are_refused(world, mode):
     assert bad.returncode == 1 and "not a plain file" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 
-def test_a_conflict_stops_the_landing_and_changes_nothing(world):
-    env = world
+def _agent_edits_readme(env) -> Path:
+    """A worktree session whose agent committed a new README; the repository."""
     repo = _main(env)
     jail = _start(env, "isolated")
     assert jail.sh("echo agent > README && git commit -qam agent && echo OK").split() == ["OK"]
+    return repo
+
+
+def test_a_conflict_stops_the_landing_and_changes_nothing(world):
+    env = world
+    repo = _agent_edits_readme(env)
     (repo / "README").write_text("user\n")
     host_git(env, repo, "commit", "-qam", "user", check=True)
     master = _branch(env, repo, "master")
@@ -195,9 +201,7 @@ def test_a_conflict_stops_the_landing_and_changes_nothing(world):
 
 def test_local_changes_in_the_way_stop_the_landing(world):
     env = world
-    repo = _main(env)
-    jail = _start(env, "isolated")
-    assert jail.sh("echo agent > README && git commit -qam agent && echo OK").split() == ["OK"]
+    repo = _agent_edits_readme(env)
     (repo / "README").write_text("unsaved work\n")
     bad = env.run("land", "j")
     assert bad.returncode == 1 and "nothing changed" in bad.stderr, bad.stderr
