@@ -7,12 +7,12 @@ only inside the jail (JAIL_GITDIR); its git directory G lives in tmuxjail's stat
 writable, with the user's object store bound read-only beside it (JAIL_OBJECTS) as G's alternate.
 So inside the jail git works in full (add, commit, stash, rebase), while on the host W is not a
 repository at all (the path its `.git` names is not there) and G is never handed to git: the host
-reads one ref of it as text and copies its object files (regular files with object names, read
-without following links) into a directory it made (the import repository I), and the user's
-repository fetches the branch from I with every object checked (fetch.fsckObjects). Nothing of
-G's config, hooks, info/, commondir, alternates or packed-refs beyond that one line is ever read
-by git on the host. Landing and diffs run in the user's repository through gitrun, with its
-hooks and command-running keys switched off."""
+reads one ref of it as text, reads the loose objects reachable from it by name (no link followed,
+bounded) and packs them itself, copies the agent's packs whole, and the user's repository takes
+each pack with `git index-pack --strict` (fsck on every object, no missing link) before its branch
+moves (bring). Nothing of G's config, hooks, info/, commondir, alternates or packed-refs beyond
+that one line is ever read by git on the host. Landing and diffs run in the user's repository
+through gitrun, with its hooks and command-running keys switched off."""
 
 from __future__ import annotations
 
@@ -124,19 +124,30 @@ def create(state_dir: Path | str, cwd: str, name: str, from_ref: str | None, roo
           "import": str(meta_dir / "import"), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if not os.path.isdir(wt["objects"]):
         raise UsageError(f"--worktree: {top} has no object directory at {wt['objects']}")
+    if os.path.lexists(meta_dir):
+        raise UsageError(f"--worktree: tmuxjail still holds the state of an earlier worktree at {path} ({meta_dir})",
+                         hint="tmuxjail prune --worktrees --force --dry-run shows it; prune it, or pick another name")
     # The branch first: creating it only where none exists is the check that it does not.
     if git("update-ref", "refs/heads/" + branch, base, "", check=False).returncode != 0:
         raise UsageError(f"--worktree: branch {branch} already exists in {top}",
                          hint="pick another name: --worktree NAME (or delete that branch)")
+    made: list[str] = []  # only what this call made goes again on a failure (a race must not cost a directory)
     try:
         os.makedirs(state_root(state_dir), mode=0o700, exist_ok=True)
         os.mkdir(meta_dir, 0o700)
+        made.append(str(meta_dir))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.mkdir(path)
+        made.append(path)
         _make_gitdir(wt, git)
         _write(meta_dir / "meta.json", json.dumps(wt, indent=1, sort_keys=True) + "\n")
-    except BaseException:
-        discard(wt)
+    except BaseException as exc:
+        for p in made:
+            remove_tree(p)
+        git("update-ref", "-d", "refs/heads/" + branch, base, check=False)
+        if isinstance(exc, OSError):
+            raise UsageError(f"--worktree: cannot make {exc.filename or path}: {exc.strerror}",
+                             hint="set [worktree] root in the config to a directory you can write") from None
         raise
     return wt
 
@@ -679,20 +690,23 @@ def landed(wt: dict) -> bool:
     """Is the agent's branch, as it is now, in the user's repository (landed, or merged by hand)?"""
     try:
         commit = tip(wt)
+    except TmuxjailError:
+        return False
+    try:
         rec = json.loads((Path(wt["gitdir"]).parent / "landed").read_text())
         if isinstance(rec, dict) and rec.get("tip") == commit:
             return True
-    except (OSError, ValueError, TmuxjailError):
+    except (OSError, ValueError):
         pass
+    if commit == wt["base"]:
+        return False
     try:
         main = Git(wt["repo"])
-        for branch in main.out("for-each-ref", "--format=%(refname)", "refs/heads/").splitlines():
-            if branch != "refs/heads/" + wt["branch"] and main(
-                    "merge-base", "--is-ancestor", commit, branch, check=False).returncode == 0:
-                return commit != wt["base"]
-    except (TmuxjailError, UnboundLocalError):
+        return any(branch != "refs/heads/" + wt["branch"] and main(
+            "merge-base", "--is-ancestor", commit, branch, check=False).returncode == 0
+            for branch in main.out("for-each-ref", "--format=%(refname)", "refs/heads/").splitlines())
+    except TmuxjailError:
         return False
-    return False
 
 
 def remove(wt: dict) -> None:

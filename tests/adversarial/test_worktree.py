@@ -277,6 +277,12 @@ def test_bad_input_is_one_line_and_leaves_nothing_behind(world):
     refused("--worktree", "x", "--from", "nope", says="no such commit")
     refused("--from", "HEAD", says="--from goes with --worktree")
     refused("--worktree", "x", "--mode", "compatibility", says="needs --mode isolated or --mode verified")
+    blocker = env.outside / "a-file"
+    blocker.write_text("x")
+    env.config_dir.mkdir(parents=True, exist_ok=True)
+    (env.config_dir / "config.toml").write_text(f'[worktree]\nroot = "{blocker}/under"\n')
+    refused("--worktree", "x", says="cannot make")
+    (env.config_dir / "config.toml").unlink()
     host_git(env, repo, "branch", "tmuxjail/taken", check=True)
     proc = env.run("start", "shell", "--mode", "isolated", "--detach", "--worktree", "taken")
     assert proc.returncode == 2 and "already exists" in proc.stderr
