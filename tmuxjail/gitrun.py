@@ -121,13 +121,17 @@ class Git:
         return found
 
     def _call(self, argv: list[str], check: bool = True, input: str | None = None,
-              what: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
-        """stdin: an fd to read from (input, text, otherwise; neither: /dev/null)."""
+              what: str | None = None, stdin: int | None = None,
+              timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+        """stdin: an fd to read from (input, text, otherwise; neither: /dev/null). timeout: the
+        call is killed after it, and that is a GitError."""
         if stdin is None:
             stdin = subprocess.DEVNULL if input is None else None
         try:
             done = subprocess.run(argv, cwd=self.where, env=env(self.extra_env), input=input, text=True,
-                                  capture_output=True, stdin=stdin)
+                                  capture_output=True, stdin=stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise GitError(f"{what or 'git'}: took longer than {timeout:g} s; stopped") from None
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror}") from None
         if check and done.returncode != 0:
@@ -135,9 +139,10 @@ class Git:
         return done
 
     def __call__(self, *args: str, check: bool = True, input: str | None = None,
-                 what: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+                 what: str | None = None, stdin: int | None = None,
+                 timeout: float | None = None) -> subprocess.CompletedProcess[str]:
         return self._call([*self._base(), *self.off(), *args], check=check, input=input,
-                          what=what or "git " + args[0], stdin=stdin)
+                          what=what or "git " + args[0], stdin=stdin, timeout=timeout)
 
     def ahead(self, *args: str) -> subprocess.Popen[str]:
         """A call started now, read later with done(): for queries that do not wait on each other."""

@@ -145,19 +145,23 @@ HOME_FIX = "export HOME=/a/directory/you/own   (e.g. the home in your passwd ent
 
 
 def remove_tree(path: str) -> None:
-    """rmtree that also removes what a jail left unwritable (a directory mode 0555): the home is
-    ours, its modes are the jail's. Links are removed, never followed."""
+    """rmtree that also removes what a jail left unwritable or unreadable (a directory mode 0555
+    or 000): the tree is ours, its modes are the jail's. Each directory is opened up before it is
+    entered (os.walk goes top down); links are removed, never followed."""
     import shutil
     import stat
-    import sys
 
-    def again(func, p, _exc):
-        os.chmod(os.path.dirname(p), stat.S_IRWXU)
-        if os.path.isdir(p) and not os.path.islink(p):
-            os.chmod(p, stat.S_IRWXU)
-        func(p)
+    def open_up(p: str) -> None:
+        try:
+            if not os.path.islink(p):
+                os.chmod(p, stat.S_IRWXU)
+        except OSError:
+            pass
 
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=again)
-    else:
-        shutil.rmtree(path, onerror=again)
+    open_up(path)
+    for root, dirs, _files in os.walk(path, onerror=lambda e: None):
+        for d in dirs:
+            open_up(os.path.join(root, d))
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):
+        shutil.rmtree(path)  # what is still there says why, once

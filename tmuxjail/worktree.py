@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from . import gitconfig
@@ -41,6 +42,9 @@ LOOSE = re.compile(r"^(?:[0-9a-f]{38}|[0-9a-f]{62})$")
 PACK = re.compile(r"^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.(?:pack|idx)$")
 MAX_IMPORT = 4 << 30  # bytes of objects one import copies at most
 MAX_LOOSE = 256 << 20  # one loose object, read and inflated in memory
+MAX_LINKS = 2_000_000  # object ids one import takes from the objects it reads
+MAX_PACKS = 256  # the agent's pack files one import takes
+STATUS_TIMEOUT = 10.0  # seconds each of list's git calls on a checkout may take
 MAX_REFS = 16 << 20  # packed-refs read at most
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -313,11 +317,11 @@ def bring(wt: dict) -> str:
     if have is None:
         why = "the agent's commits fail git's checks; nothing was imported"
         algo = "sha256" if (main.config("extensions.objectformat") or "").lower() == "sha256" else "sha1"
-        for pack in _packs(wt, commit, algo):
-            try:
-                main("index-pack", "--stdin", "--strict", "--fix-thin", what=why, stdin=pack)
-            finally:
-                os.close(pack)
+        try:
+            _packs(wt, commit, algo, lambda pack: main("index-pack", "--stdin", "--strict", "--fix-thin",
+                                                       what=why, stdin=pack))
+        except OSError as exc:  # (a descriptor or disk limit on the host's side)
+            raise WorktreeError(f"reading the agent's objects failed: {exc.strerror}; nothing was imported") from None
     if current != commit:
         if current is not None and current not in (_imported(wt), wt["base"]):
             raise WorktreeError(f"{wt['branch']} was moved in {wt['repo']} since tmuxjail last set it; "
@@ -342,14 +346,13 @@ PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 TREE_ENTRY = {w: re.compile(rb"([0-7]{5,6}) [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
 
 
-def _packs(wt: dict, commit: str, algo: str) -> list[int]:
-    """Packs of the agent's objects for index-pack, in order, as fds of unlinked files tmuxjail
-    wrote: a copy of each pack file it has, then one made here from its loose objects reachable
-    from the tip (each read without following a link, inflated with a bound, its type and size
-    checked)."""
+def _packs(wt: dict, commit: str, algo: str, index) -> None:
+    """Each pack of the agent's objects handed to index(fd), in order, one at a time (an fd of an
+    unlinked file tmuxjail wrote): a copy of each pack file it has, then one made here from its
+    loose objects reachable from the tip (each read without following a link, inflated with a
+    bound, its type and size checked)."""
     import tempfile
 
-    out: list[int] = []
     meta = str(Path(wt["gitdir"]).parent)
     budget = MAX_IMPORT
     try:
@@ -363,11 +366,17 @@ def _packs(wt: dict, commit: str, algo: str) -> list[int]:
         raise WorktreeError("the worktree's objects directory is gone or not a directory") from None
     try:
         # The agent's packs first: the loose objects made since may point into them.
-        for pack in sorted(n for n in _names(ofd, "pack") if PACK.match(n) and n.endswith(".pack")):
+        packs = sorted(n for n in _names(ofd, "pack") if PACK.match(n) and n.endswith(".pack"))
+        if len(packs) > MAX_PACKS:
+            raise WorktreeError(f"the agent has {len(packs)} packs (more than {MAX_PACKS}); nothing was imported",
+                                hint="repack in the session (git gc), then try again")
+        for pack in packs:
             with tempfile.TemporaryFile(dir=meta) as copy:
-                budget -= _copy_fd(ofd, "pack/" + pack, copy, budget)
-                copy.seek(0)
-                out.append(os.dup(copy.fileno()))
+                size = _copy_fd(ofd, "pack/" + pack, copy, budget)
+                budget -= size
+                if size:
+                    copy.seek(0)
+                    index(copy.fileno())
         with tempfile.TemporaryFile(dir=meta) as loose:
             # The loose objects reachable from the tip, the walk stopping at each one the agent
             # does not have loose (the repository's, or in the agent's packs, sent whole above).
@@ -378,49 +387,52 @@ def _packs(wt: dict, commit: str, algo: str) -> list[int]:
                 for dfd in dirs.values():
                     os.close(dfd)
             if count:
-                out.append(_sealed(loose, count, meta, algo))
-    except BaseException:
-        for fd in out:
-            os.close(fd)
-        raise
+                pack_fd = _sealed(loose, count, meta, algo)
+                try:
+                    index(pack_fd)
+                finally:
+                    os.close(pack_fd)
     finally:
         os.close(ofd)
         os.close(gfd)
-    return out
 
 
 def _walk_loose(ofd: int, commit: str, dirs: dict[str, int], budget: int, width: int, loose) -> int:
-    """Pack entries, into `loose`, for the agent's loose objects reachable from commit; their count."""
+    """Pack entries, into `loose`, for the agent's loose objects reachable from commit; their count.
+    At most MAX_LINKS object ids are taken from the objects read (ids already met are not queued
+    again), whatever the objects' sizes."""
     import zlib
 
-    count, seen, todo = 0, set(), [commit]
+    count, seen, todo, taken = 0, {commit}, [commit], 0
     while todo:
         oid = todo.pop()
-        if oid in seen:
-            continue
-        seen.add(oid)
         raw = _read_object(ofd, f"{oid[:2]}/{oid[2:]}", budget, dirs)
         if raw is None:
             continue
         budget -= len(raw)
         head, _, body = raw.partition(b"\0")
         kind, _, size = head.partition(b" ")
-        if kind not in PACK_TYPES or not size.isdigit() or int(size) != len(body):
+        if kind not in PACK_TYPES or not size.isdigit() or len(size) > 20 or int(size) != len(body):
             continue  # not an object: if one is needed, index-pack says it is missing
-        todo += _links(kind, body, width)
+        for link in _links(kind, body, width):
+            taken += 1
+            if taken > MAX_LINKS:
+                raise WorktreeError(f"the agent's objects name more than {MAX_LINKS:,} others; nothing was imported")
+            if link not in seen:
+                seen.add(link)
+                todo.append(link)
         # Trees are mostly object ids, which do not compress: stored as they are, for speed.
         loose.write(_pack_header(PACK_TYPES[kind], len(body)) + zlib.compress(body, 0 if kind == b"tree" else 1))
         count += 1
     return count
 
 
-def _links(kind: bytes, body: bytes, width: int) -> list[str]:
+def _links(kind: bytes, body: bytes, width: int) -> Iterable[str]:
     """The object ids a commit, tree or tag names (a gitlink's commit is another repository's)."""
-    out: list[str] = []
     if kind == b"tree":  # entries: MODE SP NAME NUL ID (a tree that does not parse: index-pack finds the gap)
-        entry = TREE_ENTRY[width]
-        out = [oid.hex() for mode, oid in entry.findall(body) if mode != b"160000"]
-    elif kind in (b"commit", b"tag"):
+        return (m.group(2).hex() for m in TREE_ENTRY[width].finditer(body) if m.group(1) != b"160000")
+    out: list[str] = []
+    if kind in (b"commit", b"tag"):
         for line in body.split(b"\n"):
             if not line:
                 break
@@ -511,6 +523,11 @@ def _copy_fd(ofd: int, rel: str, dest, budget: int) -> int:
         if st.st_size > budget:
             raise WorktreeError(f"the worktree's objects exceed {MAX_IMPORT >> 30} GiB; refusing to import them")
         os.set_blocking(fd, True)
+        head = os.pread(fd, 12, 0)
+        if len(head) < 12 or head[:4] != b"PACK" or int.from_bytes(head[4:8], "big") not in (2, 3):
+            return 0  # not a pack: nothing of it is taken
+        if st.st_size > (1 << 20) and st.st_blocks * 512 < st.st_size // 2:
+            raise WorktreeError(f"the agent's {rel} is mostly holes (a sparse file, no pack); nothing was imported")
         left = st.st_size  # what it was when looked at: a file that grows is copied that far
         with os.fdopen(os.dup(fd), "rb") as src:
             while left and (chunk := src.read(min(left, 1 << 20))):
@@ -530,13 +547,45 @@ def commits(wt: dict, commit: str, since: str | None = None) -> list[dict]:
 
 
 def files(wt: dict, commit: str, since: str | None = None) -> list[dict]:
-    """The paths a change makes: from the base to the agent's tip (three dots: the agent's own
-    work), or from `since` to commit (what landing it changes)."""
+    """The paths a change makes (status, path, and the mode it leaves): from the base to the
+    agent's tip (three dots: the agent's own work), or from `since` to commit (what landing it
+    changes)."""
     span = wt["base"] + "..." + commit if since is None else since + ".." + commit
-    out = Git(wt["repo"])("diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-status", "-z",
+    out = Git(wt["repo"])("diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--raw", "-z",
                           span).stdout
     parts = out.split("\0")
-    return [{"status": parts[i], "path": parts[i + 1]} for i in range(0, len(parts) - 1, 2) if parts[i]]
+    changed = []
+    for i in range(0, len(parts) - 1, 2):  # ":OLDMODE NEWMODE OLDID NEWID STATUS" NUL PATH NUL
+        head = parts[i].lstrip(":").split()
+        if len(head) == 5:
+            changed.append({"status": head[4], "path": parts[i + 1], "mode": head[1]})
+    return changed
+
+
+def linked(wt: dict, commit: str) -> list[tuple[str, str]]:
+    """(path in the work tree, why) for what a link in commit's tree leads to, when the link
+    stands where a host tool looks (a hooks directory, .envrc, .vscode/): a change there is a
+    change to what that tool runs."""
+    main = Git(wt["repo"])
+    links = []
+    for item in main("ls-tree", "-r", "-z", "--full-tree", commit).stdout.split("\0"):
+        meta, _, path = item.partition("\t")
+        if meta.startswith("120000 "):
+            links.append((path, meta.split()[2]))
+    config = configured(wt)
+    guarded = [(path, oid) for path, oid in links if host_trusted([{"path": path, "mode": ""}], config)]
+    if not guarded:
+        return []
+    blobs = main("cat-file", "--batch", input="".join(oid + "\n" for _, oid in guarded)).stdout
+    out = []
+    for path, _ in guarded:
+        head, _, blobs = blobs.partition("\n")
+        size = int(head.split()[2]) if len(head.split()) == 3 and head.split()[2].isdigit() else 0
+        target, blobs = blobs[:size], blobs[size + 1:]
+        where = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        if not os.path.isabs(target) and not where.startswith(".."):
+            out.append((where, f"the link {path}"))
+    return out
 
 
 def patch(wt: dict, commit: str) -> str:
@@ -602,7 +651,7 @@ def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, tr
     # What landing changes is target -> new, not what the branch changed since its base: a branch
     # built on the current tip can put back what the user has changed since.
     changed = files(wt, new, since=target)
-    trusted = host_trusted(changed, configured(wt))
+    trusted = host_trusted(changed, configured(wt) + linked(wt, new))
     if trusted and not trust_files:
         listed = ", ".join(shown(t["path"]) for t in trusted[:5]) + ("..." if len(trusted) > 5 else "")
         raise WorktreeError(f"landing {wt['branch']} changes {len(trusted)} file(s) that your tools run or trust: "
@@ -821,9 +870,13 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
     cat = catalogue()
     out = []
     for f in changed:
+        if f.get("mode") == "120000":
+            out.append({"path": f["path"], "entry": "link",
+                        "trigger": "a link: what it leads to is read wherever a tool looks through it"})
+            continue
         hit = next((key for rel, key in config_paths or () if inside(f["path"], rel)), None)
         if hit is not None:
-            out.append({"path": f["path"], "entry": hit, "trigger": f"git runs it ({hit})"})
+            out.append({"path": f["path"], "entry": hit, "trigger": f"a host tool runs it ({hit})"})
             continue
         parts = f["path"].split("/")
         for i, name in enumerate(parts):
@@ -843,12 +896,28 @@ def uncommitted(wt: dict) -> list[str] | None:
     host sees them without trusting the agent's git directory: the branch brought home first
     (bring: every object checked), then git status in the import repository (its config and
     alternate are tmuxjail's) with an index of tmuxjail's own, submodules ignored and every
-    command key off (gitrun). None when it cannot tell (a branch or object that does not check)."""
-    try:
-        commit = bring(wt)  # its objects checked into the repository: the import repository's alternate
-    except (TmuxjailError, OSError):
-        return None
+    command key off (gitrun), each git call stopped after STATUS_TIMEOUT. None when it cannot tell
+    (a branch or object that does not check, a checkout that takes too long to read); a tip that
+    failed so is not tried again by list until the agent's branch moves."""
     meta = Path(wt["gitdir"]).parent
+    try:
+        commit = tip(wt)
+    except TmuxjailError:
+        return None
+    try:
+        failed = (meta / "list-failed").read_text().strip()
+    except OSError:
+        failed = ""
+    if failed == commit:
+        return None
+    try:
+        return _status(wt, meta, bring(wt))
+    except TmuxjailError:
+        _write(meta / "list-failed", commit + "\n")
+        return None
+
+
+def _status(wt: dict, meta: Path, commit: str) -> list[str]:
     index = str(meta / "status-index")
     git = Git(wt["path"], git_dir=wt["import"], work_tree=wt["path"],
               extra_env={"GIT_INDEX_FILE": index, "GIT_OPTIONAL_LOCKS": "1"})
@@ -858,12 +927,9 @@ def uncommitted(wt: dict) -> list[str] | None:
         seen = ""
     _write(Path(wt["import"], "refs", "heads", "tip"), commit + "\n")  # the import repository's HEAD
     if seen != commit:  # --reset: entries the new tip leaves as they were keep their stat data (no rehash)
-        if git("read-tree", *(["--reset"] if seen else []), commit, check=False).returncode != 0:
-            return None
-        _write(meta / "status-tip", commit + "\n")
-    git("update-index", "-q", "--refresh", "--ignore-submodules", check=False)
+        git("read-tree", *(["--reset"] if seen else []), commit, timeout=STATUS_TIMEOUT)
+    git("update-index", "-q", "--refresh", "--ignore-submodules", check=False, timeout=STATUS_TIMEOUT)
     done = git("status", "--porcelain=v1", "-z", "--ignore-submodules=all", "--untracked-files=normal",
-               "--no-renames", check=False)
-    if done.returncode != 0:
-        return None
+               "--no-renames", timeout=STATUS_TIMEOUT)
+    _write(meta / "status-tip", commit + "\n")  # only once the index holds this tip's stat data
     return [item[3:] for item in done.stdout.split("\0") if len(item) > 3]

@@ -433,7 +433,7 @@ def test_what_the_repositorys_config_runs_by_path_asks_for_trust_files(world):
         out = jail.sh(f"echo 'touch /tmp/ran' >> {path} && git commit -qam edit && echo OK")
         assert out.split() == ["OK"], out
         shown = env.run("diff", "j", "--stat")
-        assert f"{path}: git runs it" in shown.stdout, shown.stdout
+        assert f"{path}: a host tool runs it" in shown.stdout, shown.stdout
         bad = env.run("land", "j")
         assert bad.returncode == 1 and "--trust-files" in bad.stderr and path in bad.stderr, bad.stderr
         assert "/tmp/ran" not in (repo / path).read_text()
@@ -534,7 +534,7 @@ def test_untracked_or_ignored_files_in_the_way_stop_the_landing(world):
     for plant, path in (("echo SECRET=agent > .env && git add -f .env", ".env"),
                         ("ln -s /etc data && git add -f data", "data")):
         assert jail.sh(f"{plant} && git commit -qm x && echo OK").split() == ["OK"]
-        bad = env.run("land", "j")
+        bad = env.run("land", "j", "--trust-files")  # (a link needs it anyway: past that check)
         assert bad.returncode == 1 and f"'{path}'" in bad.stderr and "nothing changed" in bad.stderr, bad.stderr
         assert (repo / ".env").read_text() == "SECRET=user\n" and (repo / "data" / "big.csv").exists()
         assert jail.sh("git reset -q --hard HEAD~1 && echo OK").split() == ["OK"]
@@ -554,3 +554,50 @@ def test_prune_never_deletes_a_branch_the_agent_pointed_at_the_users_commit(worl
     env.run("stop", "j", check=True)
     env.json("prune", "--worktrees", "--force")
     assert _branch(env, repo) == users  # the user's commit keeps its branch
+
+
+def test_links_in_the_landing_ask_for_trust_files(world):
+    """Round two of the red team: `scripts -> payload` makes the hooks directory the config names
+    lead to the agent's hooks; and a tracked `.envrc -> tools/env.sh` makes tools/env.sh what
+    direnv runs. Both land only with --trust-files."""
+    env = world
+    repo = _main(env)
+    (repo / "tools").mkdir()
+    (repo / "tools" / "env.sh").write_text("export A=1\n")
+    (repo / ".envrc").symlink_to("tools/env.sh")
+    host_git(env, repo, "add", "tools", ".envrc", check=True)
+    host_git(env, repo, "commit", "-qm", "envrc link", check=True)
+    host_git(env, repo, "config", "core.hooksPath", "scripts/hooks", check=True)
+    jail = _start(env, "isolated")
+    out = jail.sh(f"""
+        mkdir -p payload/hooks && printf '#!/bin/sh\\ntouch {env.outside}/ran\\n' > payload/hooks/pre-commit
+        chmod +x payload/hooks/pre-commit && ln -s payload scripts && git add payload scripts
+        git commit -qm tooling && echo OK
+    """)
+    assert out.split() == ["OK"], out
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "scripts" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    assert jail.sh("git reset -q --hard HEAD~1 && echo 'export A=2' > tools/env.sh && git commit -qam env "
+                   "&& echo OK").split() == ["OK"]
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "tools/env.sh" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    assert (repo / "tools" / "env.sh").read_text() == "export A=1\n"
+
+
+def test_a_huge_sparse_file_or_pack_never_stalls_list(world):
+    """A tracked file of 15 TiB of holes (git status would hash it for hours) and a sparse file
+    named like a pack: list answers, with "?" where it cannot tell, and again at once after."""
+    env = world
+    _main(env)
+    jail = _start(env, "isolated")
+    out = jail.sh(f"""
+        : > big && git add big && git commit -qm big && truncate -s 15T big && echo BIG
+        truncate -s 4000M {G}/objects/pack/pack-{'a' * 40}.pack && echo PACK
+    """)
+    assert out.split() == ["BIG", "PACK"], out
+    first = env.run("list", "--json", timeout=120)
+    assert first.returncode == 0, first.stderr
+    row = next(d for d in json.loads(first.stdout) if d["name"] == "j")
+    assert row["worktree"]["uncommitted"] is None
+    again = env.run("list", timeout=20)  # the failed tip is not tried again
+    assert again.returncode == 0 and "[tmuxjail/one +1" in again.stdout, again.stdout

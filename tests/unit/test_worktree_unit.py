@@ -150,13 +150,10 @@ def test_the_import_pack_holds_the_reachable_loose_objects_and_follows_no_link(t
     objs = src / ".git" / "objects"
     os.symlink("/etc/hostname", objs / "zz")
     wt = {**WT, "gitdir": str(src / ".git")}
-    fds = worktree._packs(wt, commit, "sha1")
-    try:
-        assert len(fds) == 1
-        data = os.read(fds[0], 1 << 20)
-    finally:
-        for fd in fds:
-            os.close(fd)
+    got: list[bytes] = []
+    worktree._packs(wt, commit, "sha1", lambda fd: got.append(os.read(fd, 1 << 20)))
+    assert len(got) == 1
+    data = got[0]
     assert data[:4] == b"PACK" and int.from_bytes(data[8:12], "big") == 3  # commit, tree, blob; not `other`
     dest = tmp_path / "dest"
     subprocess.run(["git", "init", "-q", str(dest)], env=env, check=True)
@@ -188,7 +185,49 @@ def test_pack_headers_and_the_links_an_object_names():
     commit = f"tree {a}\nparent {b}\nauthor x <x> 0 +0000\n\nparent {'c' * 40}\n".encode()
     assert worktree._links(b"commit", commit, 20) == [a, b]
     tree = b"100644 f\0" + bytes.fromhex(a) + b"160000 sub\0" + bytes.fromhex(b) + b"40000 d\0" + bytes.fromhex("d" * 40)
-    assert worktree._links(b"tree", tree, 20) == [a, "d" * 40]  # a gitlink's commit is another repository's
-    assert worktree._links(b"tree", b"100644 cut\0abc", 20) == []
+    assert list(worktree._links(b"tree", tree, 20)) == [a, "d" * 40]  # a gitlink's commit is another repository's
+    assert list(worktree._links(b"tree", b"100644 cut\0abc", 20)) == []
     assert worktree._links(b"tag", f"object {a}\ntype commit\n".encode(), 20) == [a]
     assert worktree._links(b"blob", b"tree " + a.encode(), 20) == []
+
+
+def test_the_walk_takes_a_bounded_number_of_links_and_refuses_lying_sizes(tmp_path, monkeypatch):
+    import io
+    import zlib
+
+    objs = tmp_path / "objects"
+    def put(kind: bytes, body: bytes, size: bytes | None = None) -> str:
+        import hashlib
+        raw = kind + b" " + (size or str(len(body)).encode()) + b"\0" + body
+        oid = hashlib.sha1(raw).hexdigest()
+        (objs / oid[:2]).mkdir(parents=True, exist_ok=True)
+        (objs / oid[:2] / oid[2:]).write_bytes(zlib.compress(raw))
+        return oid
+    tree = put(b"tree", b"".join(b"100644 f%d\0" % i + bytes([i]) * 20 for i in range(50)))
+    commit = put(b"commit", f"tree {tree}\n\nx\n".encode())
+    ofd = os.open(objs, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        dirs: dict = {}
+        assert worktree._walk_loose(ofd, commit, dirs, 1 << 30, 20, io.BytesIO()) == 2
+        monkeypatch.setattr(worktree, "MAX_LINKS", 10)
+        with pytest.raises(worktree.WorktreeError, match="more than 10"):
+            worktree._walk_loose(ofd, commit, {}, 1 << 30, 20, io.BytesIO())
+        huge = put(b"blob", b"x", size=b"0" * 5000 + b"1")
+        assert worktree._walk_loose(ofd, huge, {}, 1 << 30, 20, io.BytesIO()) == 0  # skipped, no ValueError
+    finally:
+        for fd in dirs.values():
+            os.close(fd)
+        os.close(ofd)
+
+
+def test_remove_tree_removes_directories_a_jail_left_unreadable(tmp_path):
+    from tmuxjail.paths import remove_tree
+
+    top = tmp_path / "t"
+    (top / "a" / "b").mkdir(parents=True)
+    (top / "a" / "b" / "f").write_text("x")
+    (top / "a" / "link").symlink_to(tmp_path)
+    os.chmod(top / "a" / "b", 0)
+    os.chmod(top / "a", 0o555)
+    remove_tree(str(top))
+    assert not top.exists() and tmp_path.exists()
