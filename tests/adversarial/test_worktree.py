@@ -276,6 +276,9 @@ def test_bad_input_is_one_line_and_leaves_nothing_behind(world):
     refused("--worktree", "a\x1bb", says="invalid worktree name")
     refused("--worktree", "x", "--from", "nope", says="no such commit")
     refused("--from", "HEAD", says="--from goes with --worktree")
+    bad_rules = env.outside / "rules.toml"
+    bad_rules.write_text("not [ toml")
+    refused("--worktree", "x", "--restrict", str(bad_rules))  # refused before a worktree is made
     refused("--worktree", "x", "--mode", "compatibility", says="needs --mode isolated or --mode verified")
     blocker = env.outside / "a-file"
     blocker.write_text("x")

@@ -53,17 +53,24 @@ def options(call: Call) -> StartRequest:
     if a.name is not None:
         check_name(a.name)  # before the workspaces, as always
     workspaces, worktree = tuple(a.workspace), None
+    restriction = restrict.from_file(a.restrict)  # every check that can fail before a worktree is made
     if a.worktree is not None:
         worktree = new_worktree(call, a.provider, a.worktree, a.from_ref, workspaces)
         workspaces = (worktree["path"],)
     elif a.from_ref is not None:
         raise UsageError("--from goes with --worktree")
-    return StartRequest.build(
-        cwd(call.ctx), a.provider, mode=a.mode, workspaces=workspaces, name=a.name, env_name=a.env_name, worktree=worktree,
-        capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
-        dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend,
-        restriction=restrict.from_file(a.restrict), network=a.network, candidate=a.candidate,
-        allow_domains=domains(a))
+    try:
+        return StartRequest.build(
+            cwd(call.ctx), a.provider, mode=a.mode, workspaces=workspaces, name=a.name, env_name=a.env_name,
+            worktree=worktree, capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
+            dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend, restriction=restriction,
+            network=a.network, candidate=a.candidate, allow_domains=domains(a))
+    except BaseException:
+        if worktree is not None:
+            from ..worktree import discard
+
+            discard(worktree)
+        raise
 
 
 def new_worktree(call: Call, provider: str, name: str, from_ref: str | None, workspaces: tuple[str, ...]) -> dict:
