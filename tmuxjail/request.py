@@ -106,6 +106,7 @@ _STORED: dict[str, tuple[type, ...]] = {
     "args": (list,), "restriction": (dict, type(None)), "network": (str, type(None)),
     "allow_domains": (list, type(None)), "candidate": (str, type(None)), "placement": (str, type(None)),
     "worktree": (dict, type(None))}
+_REQUIRED = ("provider", "mode", "workspaces", "env_name")
 WORKTREE_KEYS = ("id", "name", "branch", "base", "repo", "common", "objects", "path", "gitdir", "import")
 
 
@@ -113,7 +114,6 @@ def _worktree(data: dict | None) -> dict | None:
     if data is not None and not all(isinstance(data.get(k), str) for k in WORKTREE_KEYS):
         raise ValueError("'worktree' lacks what a worktree holds")
     return data
-_REQUIRED = ("provider", "mode", "workspaces", "env_name")
 
 
 def canonical_workspaces(raw: tuple[str, ...], cwd: str) -> tuple[str, ...]:
