@@ -146,15 +146,11 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
         spaces = (made["path"],)
     elif from_ref is not None:
         raise UsageError("from_ref goes with worktree")
-    try:
+    with worktrees.discarded_on_failure(made):
         return _start(ctx, provider, spaces, made, mode=mode, name=name, args=args, env=env, env_name=env_name,
                       capability=capability, capabilities=capabilities, network=network, allow_domain=allow_domain,
                       detach=detach, here=here, split=split, client=client, dry_run=dry_run, restrict=restrict,
                       backend=backend, candidate=candidate)
-    except BaseException:
-        if made is not None:
-            worktrees.discard(made)
-        raise
 
 
 def _start(ctx, provider, spaces, made, *, mode, name, args, env, env_name, capability, capabilities, network,

@@ -18,10 +18,11 @@ SAFE = (
     "core.hooksPath=/dev/null", "core.fsmonitor=false", "core.untrackedCache=false", "core.pager=cat",
     "core.editor=false", "sequence.editor=false", "core.sshCommand=false", "core.askPass=",
     "credential.helper=", "diff.external=", "submodule.recurse=false", "gc.auto=0", "maintenance.auto=false",
-    "fetch.recurseSubmodules=false", "protocol.allow=never", "protocol.file.allow=always",
-    "fetch.fsckObjects=true", "transfer.fsckObjects=true", "fetch.writeCommitGraph=false", "core.alternateRefsCommand=",
-    "advice.detachedHead=false", "init.templateDir=",
+    "protocol.allow=never", "advice.detachedHead=false", "init.templateDir=",
 )
+# Output is read as UTF-8 with undecodable bytes kept as surrogates: paths, subjects and link
+# targets are the agent's bytes, and a name that is no UTF-8 must not fail the command.
+ENCODING, ERRORS = "utf-8", "surrogateescape"
 # Keys of the repository's own config that stay as they are: switching them off breaks the
 # repository itself (its work tree), or an empty value is not "off" for them.
 KEPT = frozenset({"core.worktree", "include.path"})
@@ -47,7 +48,7 @@ def env(extra: dict[str, str] | None = None) -> dict[str, str]:
     steer the call), with prompts off and plain output."""
     out = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in IDENTITY}
     out.update({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_ATTR_NOSYSTEM": "1",
-                "GIT_NO_REPLACE_OBJECTS": "1", "GIT_PROTOCOL_FROM_USER": "0"})
+                "GIT_NO_REPLACE_OBJECTS": "1"})
     out.update(extra or {})
     return out
 
@@ -128,7 +129,7 @@ class Git:
         if stdin is None:
             stdin = subprocess.DEVNULL if input is None else None
         try:
-            done = subprocess.run(argv, cwd=self.where, env=env(self.extra_env), input=input, text=True,
+            done = subprocess.run(argv, cwd=self.where, env=env(self.extra_env), input=input, encoding=ENCODING, errors=ERRORS,
                                   capture_output=True, stdin=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise GitError(f"{what or 'git'}: took longer than {timeout:g} s; stopped") from None
@@ -144,10 +145,11 @@ class Git:
         return self._call([*self._base(), *self.off(), *args], check=check, input=input,
                           what=what or "git " + args[0], stdin=stdin, timeout=timeout)
 
-    def ahead(self, *args: str) -> subprocess.Popen[str]:
+    def spawn(self, *args: str) -> subprocess.Popen[str]:
         """A call started now, read later with done(): for queries that do not wait on each other."""
         return subprocess.Popen([*self._base(), *self.off(), *args], cwd=self.where, env=env(self.extra_env),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                encoding=ENCODING, errors=ERRORS)
 
     @staticmethod
     def done(proc: subprocess.Popen[str], what: str) -> str:

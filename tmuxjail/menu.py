@@ -242,17 +242,13 @@ def start_here(ctx, client: str | None, pane: str | None, rest: list[str]) -> No
         from . import worktree  # seam: the worktree item only
 
         made = worktree.for_start(ctx.paths, cwd, rest[0], None, None, rest[1])
-    opts = StartRequest.build(made["path"] if made else cwd, rest[0], mode=rest[1],
-                              workspaces=(made["path"] if made else cwd,), non_interactive=True, detach=True,
-                              worktree=made)
-    try:
-        result = start(ctx, opts)
-    except BaseException:
-        if made is not None:
-            from . import worktree
-
-            worktree.discard(made)
-        raise
+        cwd = made["path"]
+        with worktree.discarded_on_failure(made):
+            result = start(ctx, StartRequest.build(cwd, rest[0], mode=rest[1], workspaces=(cwd,),
+                                                   non_interactive=True, detach=True, worktree=made))
+    else:
+        result = start(ctx, StartRequest.build(cwd, rest[0], mode=rest[1], workspaces=(cwd,),
+                                               non_interactive=True, detach=True))
     if client:
         ctx.tmux.switch_client(client, result.get("tmux_pane") or f"={result['tmux_session']}")
 

@@ -22,7 +22,8 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import gitconfig
@@ -208,6 +209,18 @@ def _write(path: Path, text: str, mode: int = 0o600) -> None:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+@contextmanager
+def discarded_on_failure(wt: dict | None) -> Iterator[None]:
+    """A start in a worktree just made (the CLI's, the menu's, the API's): if it does not happen,
+    the worktree goes with it."""
+    try:
+        yield
+    except BaseException:
+        if wt is not None:
+            discard(wt)
+        raise
 
 
 def discard(wt: dict, branch: bool = True) -> None:
@@ -576,12 +589,14 @@ def linked(wt: dict, commit: str) -> list[tuple[str, str]]:
     guarded = [(path, oid) for path, oid in links if host_trusted([{"path": path, "mode": ""}], config)]
     if not guarded:
         return []
-    blobs = main("cat-file", "--batch", input="".join(oid + "\n" for _, oid in guarded)).stdout
+    # --batch sizes count bytes: the output back as the bytes git wrote (gitrun keeps them).
+    blobs = main("cat-file", "--batch", input="".join(oid + "\n" for _, oid in guarded)).stdout.encode(
+        "utf-8", "surrogateescape")
     out = []
     for path, _ in guarded:
-        head, _, blobs = blobs.partition("\n")
+        head, _, blobs = blobs.partition(b"\n")
         size = int(head.split()[2]) if len(head.split()) == 3 and head.split()[2].isdigit() else 0
-        target, blobs = blobs[:size], blobs[size + 1:]
+        target, blobs = blobs[:size].decode("utf-8", "surrogateescape"), blobs[size + 1:]
         where = os.path.normpath(os.path.join(os.path.dirname(path), target))
         if not os.path.isabs(target) and not where.startswith(".."):
             out.append((where, f"the link {path}"))
@@ -616,8 +631,8 @@ def land(wt: dict, into: str | None, how: str, trust_files: bool = False) -> dic
     local, untracked or ignored files in the way: nothing changes."""
     main = Git(wt["repo"])
     # Two queries of the repository alone run while the agent's objects are read and checked.
-    trees = main.ahead("worktree", "list", "--porcelain")
-    head = main.ahead("symbolic-ref", "-q", "--short", "HEAD") if into is None else None
+    trees = main.spawn("worktree", "list", "--porcelain")
+    head = main.spawn("symbolic-ref", "-q", "--short", "HEAD") if into is None else None
     try:
         return _land(wt, main, into, how, trust_files, trees, head)
     finally:

@@ -604,3 +604,27 @@ def test_a_huge_sparse_file_or_pack_never_stalls_list(world):
     assert row["worktree"]["uncommitted"] is None
     again = env.run("list", timeout=20)  # the failed tip is not tried again
     assert again.returncode == 0 and "[tmuxjail/one +1" in again.stdout, again.stdout
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_names_that_are_no_utf8_are_shown_not_a_traceback(world, locale):
+    """The agent's file names, subjects and link targets are bytes: one that is no UTF-8 (here a
+    file name and an .envrc link's target) is shown escaped by diff and refused by land in one
+    line, in a UTF-8 locale and in LC_ALL=C."""
+    env = world
+    _main(env)
+    jail = _start(env, "isolated")
+    out = jail.sh(r"""
+        name=$(printf 'bad\377name'); echo x > "$name"; ln -s "$(printf 'to\376x')" .envrc
+        git add -A -- "$name" .envrc && git commit -qm "$(printf 'subj\377')" && echo OK
+    """)
+    assert out.split() == ["OK"], out
+    lang = {"LC_ALL": locale, "LANG": locale}
+    shown = env.run("diff", "j", env_extra=lang)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+    assert "bad\\x" in shown.stdout and ".envrc" in shown.stdout, shown.stdout
+    data = env.run("diff", "j", "--json", env_extra=lang)
+    assert data.returncode == 0 and len(json.loads(data.stdout)["files"]) == 2, data.stderr
+    bad = env.run("land", "j", env_extra=lang)
+    assert bad.returncode == 1 and "--trust-files" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert env.run("list", env_extra=lang).returncode == 0

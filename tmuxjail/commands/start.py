@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from contextlib import AbstractContextManager, nullcontext
 
 from .. import log, restrict
 from ..errors import NotApproved, UsageError, refuse_inside_jail
@@ -59,18 +60,21 @@ def options(call: Call) -> StartRequest:
         workspaces = (worktree["path"],)
     elif a.from_ref is not None:
         raise UsageError("--from goes with --worktree")
-    try:
+    with _kept(worktree):
         return StartRequest.build(
             cwd(call.ctx), a.provider, mode=a.mode, workspaces=workspaces, name=a.name, env_name=a.env_name,
             worktree=worktree, capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
             dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend, restriction=restriction,
             network=a.network, candidate=a.candidate, allow_domains=domains(a))
-    except BaseException:
-        if worktree is not None:
-            from ..worktree import discard
 
-            discard(worktree)
-        raise
+
+def _kept(worktree: dict | None) -> AbstractContextManager[None]:
+    """A start that does not happen leaves no worktree behind (worktree.discarded_on_failure)."""
+    if worktree is None:
+        return nullcontext()
+    from ..worktree import discarded_on_failure
+
+    return discarded_on_failure(worktree)
 
 
 def new_worktree(call: Call, provider: str, name: str, from_ref: str | None, workspaces: tuple[str, ...]) -> dict:
@@ -106,14 +110,8 @@ def run(call: Call) -> Result:
     refuse_inside_jail(call.ctx.env, "start")
     log.setup(call.ctx.paths.log_file, call.opt("verbose", False))
     opts = options(call)
-    try:
+    with _kept(opts.worktree):
         return _run(call, opts)
-    except BaseException:
-        if opts.worktree is not None:  # a start that did not happen leaves no worktree behind
-            from ..worktree import discard
-
-            discard(opts.worktree)
-        raise
 
 
 def _run(call: Call, opts: StartRequest) -> Result:
