@@ -22,9 +22,10 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from . import gitconfig
 from .config import load as load_config
@@ -357,6 +358,7 @@ def _imported(wt: dict) -> str | None:
 
 PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 TREE_ENTRY = {w: re.compile(rb"([0-7]{5,6}) [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
+TREE_IDS = {w: re.compile(rb"[0-7]{5,6} [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
 
 
 def _packs(wt: dict, commit: str, algo: str, index) -> None:
@@ -413,12 +415,13 @@ def _packs(wt: dict, commit: str, algo: str, index) -> None:
 def _walk_loose(ofd: int, commit: str, dirs: dict[str, int], budget: int, width: int, loose) -> int:
     """Pack entries, into `loose`, for the agent's loose objects reachable from commit; their count.
     At most MAX_LINKS object ids are taken from the objects read (ids already met are not queued
-    again), whatever the objects' sizes."""
-    import zlib
+    again), whatever the objects' sizes. Ids are kept raw: a tree's are compared as a set."""
 
-    count, seen, todo, taken = 0, {commit}, [commit], 0
+    count, taken = 0, 0
+    seen = {bytes.fromhex(commit)}
+    todo = list(seen)
     while todo:
-        oid = todo.pop()
+        oid = todo.pop().hex()
         raw = _read_object(ofd, f"{oid[:2]}/{oid[2:]}", budget, dirs)
         if raw is None:
             continue
@@ -427,31 +430,45 @@ def _walk_loose(ofd: int, commit: str, dirs: dict[str, int], budget: int, width:
         kind, _, size = head.partition(b" ")
         if kind not in PACK_TYPES or not size.isdigit() or len(size) > 20 or int(size) != len(body):
             continue  # not an object: if one is needed, index-pack says it is missing
-        for link in _links(kind, body, width):
-            taken += 1
-            if taken > MAX_LINKS:
-                raise WorktreeError(f"the agent's objects name more than {MAX_LINKS:,} others; nothing was imported")
-            if link not in seen:
-                seen.add(link)
-                todo.append(link)
-        # Trees are mostly object ids, which do not compress: stored as they are, for speed.
-        loose.write(_pack_header(PACK_TYPES[kind], len(body)) + zlib.compress(body, 0 if kind == b"tree" else 1))
+        links = _links(kind, body, width)
+        taken += len(links)
+        if taken > MAX_LINKS:
+            raise WorktreeError(f"the agent's objects name more than {MAX_LINKS:,} others; nothing was imported")
+        new = links - seen
+        seen |= new
+        todo += new
+        loose.write(_pack_header(PACK_TYPES[kind], len(body)))
+        loose.write(_deflated(kind, body))
         count += 1
     return count
 
 
-def _links(kind: bytes, body: bytes, width: int) -> Iterable[str]:
-    """The object ids a commit, tree or tag names (a gitlink's commit is another repository's)."""
+def _deflated(kind: bytes, body: bytes) -> bytes:
+    """A pack entry's data. Trees are mostly object ids, which do not compress: stored as they are.
+    A small object gets a small zlib state: zlib's default (~270 KB) allocated and freed for
+    each of hundreds of objects made the heap grow and shrink every time (15 ms for 400)."""
+    import zlib
+
+    if len(body) > 1 << 16 and kind != b"tree":
+        return zlib.compress(body, 1)
+    small = zlib.compressobj(0 if kind == b"tree" else 1, zlib.DEFLATED, 12, 2)
+    return small.compress(body) + small.flush()
+
+
+def _links(kind: bytes, body: bytes, width: int) -> set[bytes]:
+    """The object ids (raw) a commit, tree or tag names (a gitlink's commit is another repository's)."""
     if kind == b"tree":  # entries: MODE SP NAME NUL ID (a tree that does not parse: index-pack finds the gap)
-        return (m.group(2).hex() for m in TREE_ENTRY[width].finditer(body) if m.group(1) != b"160000")
-    out: list[str] = []
+        if b"160000 " in body:
+            return {oid for mode, oid in TREE_ENTRY[width].findall(body) if mode != b"160000"}
+        return set(TREE_IDS[width].findall(body))
+    out: set[bytes] = set()
     if kind in (b"commit", b"tag"):
         for line in body.split(b"\n"):
             if not line:
                 break
             key, _, value = line.partition(b" ")
             if key in (b"tree", b"parent", b"object") and OID.match(value.decode("ascii", "replace")):
-                out.append(value.decode())
+                out.add(bytes.fromhex(value.decode()))
     return out
 
 
@@ -651,22 +668,23 @@ def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, tr
     into, target = _into(wt, main, into)
     if commit == wt["base"]:
         raise UsageError(f"{wt['branch']} has no commits to land")
-    common = main.out("merge-base", target, commit, what="finding where the branches meet")
+    # Asked at once: where the branches meet, what they bring, and what a fast-forward (most
+    # landings) would change.
+    common, new_commits, changed, links = _together(
+        lambda: main.out("merge-base", target, commit, what="finding where the branches meet"),
+        lambda: commits(wt, commit, since=target), *_change(wt, commit, target))
     if common == commit:
         raise UsageError(f"{wt['branch']} is already in {into}")
     ff = common == target
     if how == "ff-only" and not ff:
         raise WorktreeError(f"{into} has moved on since {wt['branch']} began: not a fast-forward; nothing changed",
                             hint="land without --ff-only (a merge commit) or with --squash")
-    new_commits = commits(wt, commit, since=target)
     if ff and how in ("auto", "ff-only"):
         new, kind = commit, "fast-forward"
     else:
         new, kind = _merged(wt, main, into, target, commit, how, new_commits)
-    # What landing changes is target -> new, not what the branch changed since its base: a branch
-    # built on the current tip can put back what the user has changed since.
-    changed = files(wt, new, since=target)
-    trusted = host_trusted(changed, configured(wt) + linked(wt, new))
+        changed, links = _together(*_change(wt, new, target))
+    trusted = host_trusted(changed, configured(wt) + links)
     if trusted and not trust_files:
         listed = ", ".join(shown(t["path"]) for t in trusted[:5]) + ("..." if len(trusted) > 5 else "")
         raise WorktreeError(f"landing {wt['branch']} changes {len(trusted)} file(s) that your tools run or trust: "
@@ -689,6 +707,38 @@ def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, tr
     _write(Path(wt["gitdir"]).parent / "landed", json.dumps({"tip": commit, "into": into, "commit": new}) + "\n")
     return {"branch": wt["branch"], "into": into, "method": kind, "commits": len(new_commits), "tip": commit,
             "result": new, "checkout": at}
+
+
+def _change(wt: dict, new: str, target: str) -> list[Callable[[], list]]:
+    """What landing new on target changes, and where the links of new's tree lead, as calls for
+    _together. target -> new, not the branch's own diff from its base: a branch built on the
+    user's current tip can put back what the user has changed since."""
+    return [lambda: files(wt, new, since=target), lambda: linked(wt, new)]
+
+
+def _together(*calls: Callable[[], Any]) -> list[Any]:
+    """Each call's result, in order, the calls made at once (each waits on a git process of its
+    own: threads overlap the waits); the first error is raised once all have ended."""
+    import threading
+
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            results[i] = calls[i]()
+        except BaseException as exc:  # noqa: BLE001 (re-raised below, in the caller's thread)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(1, len(calls))]
+    for t in threads:
+        t.start()
+    one(0)
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def _into(wt: dict, main: Git, into: str) -> tuple[str, str]:
