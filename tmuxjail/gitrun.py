@@ -145,18 +145,47 @@ class Git:
         return self._call([*self._base(), *self.off(), *args], check=check, input=input,
                           what=what or "git " + args[0], stdin=stdin, timeout=timeout)
 
-    def spawn(self, *args: str) -> subprocess.Popen[str]:
+    def spawn(self, *args: str) -> Started:
         """A call started now, read later with done(): for queries that do not wait on each other."""
-        return subprocess.Popen([*self._base(), *self.off(), *args], cwd=self.where, env=env(self.extra_env),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                encoding=ENCODING, errors=ERRORS)
-
-    @staticmethod
-    def done(proc: subprocess.Popen[str], what: str) -> str:
-        out, err = proc.communicate()
-        if proc.returncode != 0:
-            raise GitError(f"{what}: {reason(err)}")
-        return out
+        return Started([*self._base(), *self.off(), *args], self.where, env(self.extra_env))
 
     def out(self, *args: str, what: str | None = None, input: str | None = None) -> str:
         return self(*args, what=what, input=input).stdout.strip()
+
+
+class Started:
+    """A git call running while the caller works: its output goes to unlinked files of its own
+    (a pipe would stop a long listing at 64 KiB until the caller read it)."""
+
+    def __init__(self, argv: list[str], cwd: str, environ: dict[str, str]):
+        import tempfile
+
+        self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (stop() closes them)
+        try:
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=environ, stdin=subprocess.DEVNULL, stdout=self.out,
+                                         stderr=self.err)
+        except OSError as exc:
+            self.stop()
+            raise GitError(f"cannot run git: {exc.strerror}") from None
+
+    def _text(self, f) -> str:
+        f.seek(0)
+        return f.read().decode(ENCODING, ERRORS)
+
+    def done(self, what: str) -> str:
+        """Its output, once it has ended; a GitError (git's own words) when it failed."""
+        try:
+            if self.proc.wait() != 0:
+                raise GitError(f"{what}: {reason(self._text(self.err))}")
+            return self._text(self.out)
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Killed if still running, reaped, its files closed (again: nothing)."""
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        self.out.close()
+        self.err.close()

@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from . import gitconfig
 from .config import load as load_config
@@ -36,6 +35,10 @@ from .paths import remove_tree
 from .registry import Mode
 from .subpath import inside
 from .trust import catalogue
+
+TYPE_CHECKING = False  # typing is not imported at run time: `land` pays for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 OID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -327,7 +330,18 @@ def bring(wt: dict) -> str:
     fsck on every one and refuses a pack whose objects point at any that is missing."""
     commit = tip(wt)
     main = Git(wt["repo"])
-    have, current = _lookup(main, [commit + "^{commit}", f"refs/heads/{wt['branch']}^{{commit}}"])
+    _imports(wt, main, commit, *_lookup(main, _asked(wt, commit)))()
+    return commit
+
+
+def _asked(wt: dict, commit: str) -> list[str]:
+    """What _imports needs looked up: the agent's tip and the branch as the repository has it."""
+    return [commit + "^{commit}", f"refs/heads/{wt['branch']}^{{commit}}"]
+
+
+def _imports(wt: dict, main: Git, commit: str, have: str | None, current: str | None) -> Callable[[], None]:
+    """The agent's objects imported, unless the repository has the commit; returns the branch's
+    move, for the caller to make (land makes it beside its own queries)."""
     if have is None:
         why = "the agent's commits fail git's checks; nothing was imported"
         algo = "sha256" if (main.config("extensions.objectformat") or "").lower() == "sha256" else "sha1"
@@ -336,17 +350,20 @@ def bring(wt: dict) -> str:
                                                        what=why, stdin=pack))
         except OSError as exc:  # (a descriptor or disk limit on the host's side)
             raise WorktreeError(f"reading the agent's objects failed: {exc.strerror}; nothing was imported") from None
-    if current != commit:
-        if current is not None and current not in (_imported(wt), wt["base"]):
-            raise WorktreeError(f"{wt['branch']} was moved in {wt['repo']} since tmuxjail last set it; "
-                                "it stays as it is", hint=f"to keep that work, rename it (git branch -m "
-                                f"{wt['branch']} NEW); tmuxjail then makes the branch again")
+    if current not in (None, commit, _imported(wt), wt["base"]):
+        raise WorktreeError(f"{wt['branch']} was moved in {wt['repo']} since tmuxjail last set it; "
+                            "it stays as it is", hint=f"to keep that work, rename it (git branch -m "
+                            f"{wt['branch']} NEW); tmuxjail then makes the branch again")
+
+    def move() -> None:
+        if current == commit:
+            return
         moved = main("update-ref", "refs/heads/" + wt["branch"], commit, *([current] if current else []), check=False)
         if moved.returncode != 0:  # (git refuses a branch at an object it lacks, or at no commit)
             raise WorktreeError(f"the agent's branch names {commit[:12]}, which is not among its objects or is no "
                                 f"commit; nothing was imported ({reason(moved.stderr)})")
         _write(Path(wt["gitdir"]).parent / "imported", commit + "\n")  # what prune may delete it at
-    return commit
+    return move
 
 
 def _imported(wt: dict) -> str | None:
@@ -592,18 +609,23 @@ def files(wt: dict, commit: str, since: str | None = None) -> list[dict]:
     return changed
 
 
-def linked(wt: dict, commit: str) -> list[tuple[str, str]]:
+def linked(wt: dict, commit: str, listing: str | None = None) -> list[tuple[str, str]]:
     """(path in the work tree, why) for what a link in commit's tree leads to, when the link
-    stands where a host tool looks (a hooks directory, .envrc, .vscode/): a change there is a
-    change to what that tool runs."""
+    stands where a host tool looks (a hooks directory, .envrc, .vscode/, or on the way to a path
+    the config runs): a change there is a change to what that tool runs. listing: commit's
+    `ls-tree -r -z --full-tree`, when the caller has it."""
     main = Git(wt["repo"])
+    if listing is None:
+        listing = main("ls-tree", "-r", "-z", "--full-tree", commit).stdout
     links = []
-    for item in main("ls-tree", "-r", "-z", "--full-tree", commit).stdout.split("\0"):
+    for item in listing.split("\0"):
         meta, _, path = item.partition("\t")
         if meta.startswith("120000 "):
             links.append((path, meta.split()[2]))
     config = configured(wt)
-    guarded = [(path, oid) for path, oid in links if host_trusted([{"path": path, "mode": ""}], config)]
+    guarded = [(path, oid) for path, oid in links
+               if host_trusted([{"path": path, "mode": ""}, {"path": path + "/", "mode": ""}], config)
+               or any(inside(rel, path) for rel, _ in config)]
     if not guarded:
         return []
     # --batch sizes count bytes: the output back as the bytes git wrote (gitrun keeps them).
@@ -647,32 +669,38 @@ def land(wt: dict, into: str | None, how: str, trust_files: bool = False) -> dic
     commit) or "squash". A conflict, files your tools run or trust (without trust_files), or
     local, untracked or ignored files in the way: nothing changes."""
     main = Git(wt["repo"])
-    # Two queries of the repository alone run while the agent's objects are read and checked.
     trees = main.spawn("worktree", "list", "--porcelain")
-    head = main.spawn("symbolic-ref", "-q", "--short", "HEAD") if into is None else None
+    tree = None
     try:
-        return _land(wt, main, into, how, trust_files, trees, head)
+        commit = tip(wt)
+        if into is None:
+            into = main("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+        if not into:
+            raise UsageError(f"{wt['repo']} is on a detached HEAD; say where to land: --into BRANCH")
+        _check_into(wt, into)
+        target, have, current = _lookup(main, [f"refs/heads/{into}^{{commit}}", *_asked(wt, commit)])
+        if target is None:
+            raise UsageError(f"--into {into}: no such branch in {wt['repo']}")
+        # The links of the user's tree, listed while the agent's objects are read and checked:
+        # landing adds no link without --trust-files, so new's links are among these.
+        tree = main.spawn("ls-tree", "-r", "-z", "--full-tree", target)
+        move = _imports(wt, main, commit, have, current)
+        return _land(wt, main, into, target, commit, move, how, trust_files, trees, tree)
     finally:
-        for proc in filter(None, (trees, head)):
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
+        for started in filter(None, (trees, tree)):
+            started.stop()
 
 
-def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, trees, head) -> dict:
-    commit = bring(wt)
-    if head is not None:
-        into = head.communicate()[0].strip()
-    if not into:
-        raise UsageError(f"{wt['repo']} is on a detached HEAD; say where to land: --into BRANCH")
-    into, target = _into(wt, main, into)
+def _land(wt: dict, main: Git, into: str, target: str, commit: str, move: Callable[[], None], how: str,
+          trust_files: bool, trees, tree) -> dict:
     if commit == wt["base"]:
+        move()
         raise UsageError(f"{wt['branch']} has no commits to land")
     # Asked at once: where the branches meet, what they bring, and what a fast-forward (most
-    # landings) would change.
-    common, new_commits, changed, links = _together(
+    # landings) would change; the agent's branch moves meanwhile.
+    common, new_commits, changed, _ = _together(
         lambda: main.out("merge-base", target, commit, what="finding where the branches meet"),
-        lambda: commits(wt, commit, since=target), *_change(wt, commit, target))
+        lambda: commits(wt, commit, since=target), lambda: _change(wt, commit, target), move)
     if common == commit:
         raise UsageError(f"{wt['branch']} is already in {into}")
     ff = common == target
@@ -683,7 +711,8 @@ def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, tr
         new, kind = commit, "fast-forward"
     else:
         new, kind = _merged(wt, main, into, target, commit, how, new_commits)
-        changed, links = _together(*_change(wt, new, target))
+        changed = _change(wt, new, target)
+    links = linked(wt, target, tree.done("listing the tree of " + into))
     trusted = host_trusted(changed, configured(wt) + links)
     if trusted and not trust_files:
         listed = ", ".join(shown(t["path"]) for t in trusted[:5]) + ("..." if len(trusted) > 5 else "")
@@ -691,7 +720,7 @@ def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, tr
                             f"{listed}; nothing changed",
                             hint=f"read them (tmuxjail diff {wt['name']}), then land with --trust-files",
                             data={"trusted": trusted})
-    at = checked_out(Git.done(trees, "listing the repository's work trees"), into)
+    at = checked_out(trees.done("listing the repository's work trees"), into)
     if at is not None:
         _nothing_in_the_way(at, changed)
         # The branch's own checkout moves with it; git refuses (and changes nothing) when local
@@ -709,11 +738,10 @@ def _land(wt: dict, main: Git, into: str | None, how: str, trust_files: bool, tr
             "result": new, "checkout": at}
 
 
-def _change(wt: dict, new: str, target: str) -> list[Callable[[], list]]:
-    """What landing new on target changes, and where the links of new's tree lead, as calls for
-    _together. target -> new, not the branch's own diff from its base: a branch built on the
-    user's current tip can put back what the user has changed since."""
-    return [lambda: files(wt, new, since=target), lambda: linked(wt, new)]
+def _change(wt: dict, new: str, target: str) -> list[dict]:
+    """What landing new on target changes: target -> new, not the branch's own diff from its
+    base (a branch built on the user's current tip can put back what the user has changed since)."""
+    return files(wt, new, since=target)
 
 
 def _together(*calls: Callable[[], Any]) -> list[Any]:
@@ -741,16 +769,11 @@ def _together(*calls: Callable[[], Any]) -> list[Any]:
     return results
 
 
-def _into(wt: dict, main: Git, into: str) -> tuple[str, str]:
-    """The branch to land on and its commit."""
+def _check_into(wt: dict, into: str) -> None:
     if into == wt["branch"]:
         raise UsageError(f"--into {into}: that is the worktree's own branch")
     if into.startswith("-") or not into.isprintable():
         raise UsageError(f"--into {into!r}: not a branch name")
-    (target,) = _lookup(main, [f"refs/heads/{into}^{{commit}}"])
-    if target is None:
-        raise UsageError(f"--into {into}: no such branch in {wt['repo']}")
-    return into, target
 
 
 def _merged(wt: dict, main: Git, into: str, target: str, commit: str, how: str,

@@ -587,6 +587,40 @@ def test_links_in_the_landing_ask_for_trust_files(world):
     assert (repo / "tools" / "env.sh").read_text() == "export A=1\n"
 
 
+def test_what_a_tracked_directory_link_leads_to_asks_for_trust_files(world):
+    """The user's own tracked links, not the agent's: `.vscode -> editor` (a directory where a
+    tool looks) and `scripts -> payload` on the way to the hooks directory the config names
+    (scripts/hooks). The agent changes only files they lead to; each landing asks for
+    --trust-files, and nothing changes without it."""
+    env = world
+    repo = _main(env)
+    for d in ("editor", "payload/hooks"):
+        (repo / d).mkdir(parents=True)
+    (repo / "editor" / "tasks.json").write_text("{}\n")
+    (repo / "payload" / "hooks" / "README").write_text("hooks\n")
+    (repo / ".vscode").symlink_to("editor")
+    (repo / "scripts").symlink_to("payload")
+    host_git(env, repo, "add", "-A", check=True)
+    host_git(env, repo, "commit", "-qm", "links", check=True)
+    host_git(env, repo, "config", "core.hooksPath", "scripts/hooks", check=True)
+    jail = _start(env, "isolated")
+    out = jail.sh(f"""
+        printf '#!/bin/sh\\ntouch {env.outside}/ran\\n' > payload/hooks/pre-commit && chmod +x payload/hooks/pre-commit
+        git add payload && git commit -qm hook && echo OK
+    """)
+    assert out.split() == ["OK"], out
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "payload/hooks/pre-commit" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    assert jail.sh("git reset -q --hard HEAD~1 && echo '{\"x\": 1}' > editor/tasks.json && git commit -qam tasks "
+                   "&& echo OK").split() == ["OK"]
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "editor/tasks.json" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    assert (repo / "editor" / "tasks.json").read_text() == "{}\n"
+    assert not (repo / "payload" / "hooks" / "pre-commit").exists()
+    host_git(env, repo, "commit", "--allow-empty", "-qm", "after")
+    assert not (env.outside / "ran").exists()
+
+
 def test_a_huge_sparse_file_or_pack_never_stalls_list(world):
     """A tracked file of 15 TiB of holes (git status would hash it for hours) and a sparse file
     named like a pack: list answers, with "?" where it cannot tell, and again at once after."""
