@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 
 from . import gitconfig
 from .errors import TmuxjailError, UsageError
@@ -148,6 +149,31 @@ class Git:
     def spawn(self, *args: str) -> Started:
         """A call started now, read later with done(): for queries that do not wait on each other."""
         return Started([*self._base(), *self.off(), *args], self.where, env(self.extra_env))
+
+    def stream(self, *args: str, what: str) -> Iterator[str]:
+        """The call's output in pieces as git writes them (a change of hundreds of megabytes is
+        never held whole); a GitError at the end when it failed. Stopping early kills it."""
+        import codecs
+        import tempfile
+
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen([*self._base(), *self.off(), *args], cwd=self.where, env=env(self.extra_env),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+            try:
+                decode = codecs.getincrementaldecoder(ENCODING)(ERRORS).decode
+                assert proc.stdout is not None
+                while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+                    yield decode(chunk)
+                yield decode(b"", final=True)
+                if proc.wait() != 0:
+                    err.seek(0)
+                    raise GitError(f"{what}: {reason(err.read().decode(ENCODING, ERRORS))}")
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+                assert proc.stdout is not None
+                proc.stdout.close()
 
     def out(self, *args: str, what: str | None = None, input: str | None = None) -> str:
         return self(*args, what=what, input=input).stdout.strip()

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # typing is not imported: the launcher prints through this module
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 class Result:
     """What a command handler returns: data (printed with --json), text (printed otherwise,
-    None: nothing), the exit code, and what to bring in front of the user (a started, resumed or
+    None: nothing; an iterable of pieces is written as they come), the exit code, and what to bring in front of the user (a started, resumed or
     shell pane; see cli.bring)."""
 
     __slots__ = ("bring", "code", "data", "target", "text")
 
-    def __init__(self, data, text: str | None = None, code: int = 0, bring: dict | None = None,
+    def __init__(self, data, text: str | Iterable[str] | None = None, code: int = 0, bring: dict | None = None,
                  target: str | None = None):
         self.data, self.text, self.code, self.bring, self.target = data, text, code, bring, target
 
@@ -31,8 +35,11 @@ def out(result: Result, json_out: bool) -> int:
     if json_out:
         if result.data is not None:
             print(as_json(result.data))
-    elif result.text is not None:
+    elif isinstance(result.text, str):
         print(result.text)
+    elif result.text is not None:  # pieces, written as they come (tmuxjail diff's patch)
+        for piece in result.text:
+            sys.stdout.write(piece)
     return result.code
 
 

@@ -642,9 +642,12 @@ def linked(wt: dict, commit: str, listing: str | None = None) -> list[tuple[str,
     return out
 
 
-def patch(wt: dict, commit: str) -> str:
-    return Git(wt["repo"])("diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat", "--patch",
-                           wt["base"] + "..." + commit).stdout
+def patch(wt: dict, commit: str) -> Iterator[str]:
+    """The branch's --stat and patch against its base, as they may reach a terminal (shown), in
+    pieces: an agent's change of hundreds of megabytes is never held in memory."""
+    for piece in Git(wt["repo"]).stream("diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat", "--patch",
+                                        wt["base"] + "..." + commit, what="git diff"):
+        yield shown(piece)
 
 
 # -- landing ----------------------------------------------------------------------------------------
@@ -820,6 +823,8 @@ def _nothing_in_the_way(checkout: str, changed: list[dict]) -> None:
 
 def shown(text: str) -> str:
     """Text from the agent's side as it may reach a terminal: control characters as \\xNN."""
+    if text.replace("\n", "").replace("\t", "").isprintable():  # (most text: one pass in C)
+        return text
     return "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in text)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -619,6 +620,44 @@ def test_what_a_tracked_directory_link_leads_to_asks_for_trust_files(world):
     assert not (repo / "payload" / "hooks" / "pre-commit").exists()
     host_git(env, repo, "commit", "--allow-empty", "-qm", "after")
     assert not (env.outside / "ran").exists()
+
+
+def test_a_huge_change_is_shown_in_pieces_and_its_control_characters_escaped(world):
+    """An agent's 120 MB text file (a line of control characters at its end): `tmuxjail diff`
+    streams git's patch, so its own peak memory stays far below the change's size, and the
+    escapes still reach the terminal as \\xNN, never as themselves. (The import, done here by
+    `list` first, holds one loose object at a time, at most MAX_LOOSE: docs/worktrees.md.)"""
+    env = world
+    _main(env)
+    jail = _start(env, "isolated")
+    out = jail.sh("""
+        yes 'a line of the agent, long enough to weigh something in the patch' | head -c 120000000 > big
+        printf 'tail \\033[2J\\033[H fake\\n' >> big && git add big && git commit -qm big && echo OK
+    """, timeout=180)
+    assert out.split() == ["OK"], out
+    assert "[tmuxjail/one +1" in env.run("list", check=True, timeout=120).stdout
+    probe = env.root / "peak.py"
+    probe.write_text(
+        "import resource, sys\n"
+        "from tmuxjail.cli import run\n"
+        "code = run(sys.argv[1:])\n"
+        "sys.stdout.flush()\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "raise SystemExit(code)\n")
+    shown = env.root / "shown.txt"
+    with open(shown, "wb") as sink:
+        done = subprocess.run([sys.executable, "-P", str(probe), *env.flags, "diff", "j"], cwd=env.ws,
+                              env=env.environ(PWD=str(env.ws)), stdout=sink, stderr=subprocess.PIPE, text=False,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr
+    peak_kib = int(done.stderr.split()[-1])
+    assert peak_kib < 100 * 1024, f"tmuxjail diff peaked at {peak_kib} KiB for a 120 MB change"
+    size = shown.stat().st_size
+    assert size > 120_000_000, size
+    with open(shown, "rb") as f:
+        f.seek(size - 4096)
+        end = f.read()
+    assert b"\x1b" not in end and b"\\x1b[2J" in end, end[-200:]
 
 
 def test_a_huge_sparse_file_or_pack_never_stalls_list(world):

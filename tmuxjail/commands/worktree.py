@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from .. import worktree
 from ..context import Context
 from ..errors import UsageError
@@ -49,9 +51,10 @@ def run_diff(call: Call) -> Result:
     if trusted:
         lines.append(f"{len(trusted)} of them your tools run or trust (land asks for --trust-files):")
         lines += [f"  {shown(t['path'])}: {t['trigger']}" for t in trusted]
+    text = "\n".join(lines) + "\n"
     if not call.args.stat and not call.json and files:
-        lines += ["", shown(worktree.patch(wt, commit).rstrip("\n"))]
-    return Result(data, "\n".join(lines))
+        return Result(data, itertools.chain([text, "\n"], worktree.patch(wt, commit)))  # (streamed)
+    return Result(data, text.rstrip("\n"))
 
 
 @declares("tmuxjail land app\n  tmuxjail land app --into main --squash",
