@@ -154,9 +154,12 @@ class Git:
         """The call's output in pieces as git writes them (a change of hundreds of megabytes is
         never held whole); a GitError at the end when it failed. Stopping early kills it."""
         import codecs
-        import tempfile
 
-        with tempfile.TemporaryFile() as err:
+        try:
+            err = _scratch()
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror or exc}") from None
+        with err:
             proc = subprocess.Popen([*self._base(), *self.off(), *args], cwd=self.where, env=env(self.extra_env),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
             try:
@@ -184,15 +187,14 @@ class Started:
     (a pipe would stop a long listing at 64 KiB until the caller read it)."""
 
     def __init__(self, argv: list[str], cwd: str, environ: dict[str, str]):
-        import tempfile
-
-        self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (stop() closes them)
+        self.out = self.err = None
         try:
+            self.out, self.err = _scratch(), _scratch()
             self.proc = subprocess.Popen(argv, cwd=cwd, env=environ, stdin=subprocess.DEVNULL, stdout=self.out,
                                          stderr=self.err)
         except OSError as exc:
             self.stop()
-            raise GitError(f"cannot run git: {exc.strerror}") from None
+            raise GitError(f"cannot run git: {exc.strerror or exc}") from None
 
     def _text(self, f) -> str:
         f.seek(0)
@@ -213,5 +215,13 @@ class Started:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
-        self.out.close()
-        self.err.close()
+        for f in (self.out, self.err):
+            if f is not None:
+                f.close()
+
+
+def _scratch():
+    """An unlinked file in the temporary directory ($TMPDIR, else /tmp, ...) for git's output."""
+    import tempfile
+
+    return tempfile.TemporaryFile()
