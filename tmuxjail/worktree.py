@@ -376,6 +376,10 @@ def _imported(wt: dict) -> str | None:
 PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 TREE_ENTRY = {w: re.compile(rb"([0-7]{5,6}) [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
 TREE_IDS = {w: re.compile(rb"[0-7]{5,6} [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
+# A whole tree, entry after entry, in time linear in its size (possessive: nothing is tried again).
+# The two above are used only on a body this matched: searched elsewhere, a name with no NUL after
+# it made each of them scan to the end from every position (hours for a few megabytes).
+TREE_WHOLE = {w: re.compile(rb"(?:[0-7]{5,6} [^\0]++\0.{%d})*+" % w, re.DOTALL) for w in (20, 32)}
 
 
 def _packs(wt: dict, commit: str, algo: str, index) -> None:
@@ -431,26 +435,30 @@ def _packs(wt: dict, commit: str, algo: str, index) -> None:
 
 def _walk_loose(ofd: int, commit: str, dirs: dict[str, int], budget: int, width: int, loose) -> int:
     """Pack entries, into `loose`, for the agent's loose objects reachable from commit; their count.
-    At most MAX_LINKS object ids are taken from the objects read (ids already met are not queued
-    again), whatever the objects' sizes. Ids are kept raw: a tree's are compared as a set."""
-
+    At most MAX_LINKS object ids are taken from the objects read (counted before a tree is parsed;
+    ids already met are not queued again), and at most `budget` bytes read and inflated in all,
+    whatever the objects say. Ids are kept raw: a tree's are compared as a set."""
     count, taken = 0, 0
     seen = {bytes.fromhex(commit)}
     todo = list(seen)
+    inodes: set[tuple[int, int]] = set()
     while todo:
+        if budget <= 0:
+            raise WorktreeError(f"the agent's objects exceed {MAX_IMPORT >> 30} GiB; nothing was imported")
         oid = todo.pop().hex()
-        raw = _read_object(ofd, f"{oid[:2]}/{oid[2:]}", budget, dirs)
+        raw, used = _read_object(ofd, f"{oid[:2]}/{oid[2:]}", budget, dirs, inodes)
+        budget -= used
         if raw is None:
             continue
-        budget -= len(raw)
         head, _, body = raw.partition(b"\0")
         kind, _, size = head.partition(b" ")
         if kind not in PACK_TYPES or not size.isdigit() or len(size) > 20 or int(size) != len(body):
             continue  # not an object: if one is needed, index-pack says it is missing
-        links = _links(kind, body, width)
-        taken += len(links)
+        taken += body.count(b"\0") if kind == b"tree" else 0  # (each entry has one: counted before parsing)
         if taken > MAX_LINKS:
             raise WorktreeError(f"the agent's objects name more than {MAX_LINKS:,} others; nothing was imported")
+        links = _links(kind, body, width)
+        taken += 0 if kind == b"tree" else len(links)
         new = links - seen
         seen |= new
         todo += new
@@ -474,7 +482,9 @@ def _deflated(kind: bytes, body: bytes) -> bytes:
 
 def _links(kind: bytes, body: bytes, width: int) -> set[bytes]:
     """The object ids (raw) a commit, tree or tag names (a gitlink's commit is another repository's)."""
-    if kind == b"tree":  # entries: MODE SP NAME NUL ID (a tree that does not parse: index-pack finds the gap)
+    if kind == b"tree":  # entries: MODE SP NAME NUL ID
+        if not TREE_WHOLE[width].fullmatch(body):
+            return set()  # a tree that does not parse names nothing (and index-pack refuses it)
         if b"160000 " in body:
             return {oid for mode, oid in TREE_ENTRY[width].findall(body) if mode != b"160000"}
         return set(TREE_IDS[width].findall(body))
@@ -519,11 +529,14 @@ def _sealed(entries, count: int, meta: str, algo: str) -> int:
         return os.dup(pack.fileno())
 
 
-def _read_object(ofd: int, rel: str, budget: int, dirs: dict[str, int]) -> bytes | None:
-    """A loose object, inflated; None for anything that is not a regular file or does not
-    inflate. At most MAX_LOOSE bytes are read and inflated (a file that grows while it is read
-    counts for what it was): a larger object is refused (the agent's `git gc` packs it). dirs:
-    the fan-out directories this walk opened (no link followed), by name; the caller closes them."""
+def _read_object(ofd: int, rel: str, budget: int, dirs: dict[str, int],
+                 inodes: set[tuple[int, int]]) -> tuple[bytes | None, int]:
+    """A loose object, inflated (None for anything that is not a regular file, is a file already
+    read under another name, or does not inflate), and the bytes it cost: read plus inflated,
+    charged whether or not it inflates. It is read and inflated a piece at a time, at most
+    min(budget, MAX_LOOSE) bytes each way (a file that grows while it is read counts for what it
+    was): a larger object is refused (the agent's `git gc` packs it). dirs: the fan-out
+    directories this walk opened (no link followed), by name; the caller closes them."""
     import zlib
 
     sub, _, name = rel.partition("/")
@@ -532,28 +545,35 @@ def _read_object(ofd: int, rel: str, budget: int, dirs: dict[str, int]) -> bytes
             dirs[sub] = os.open(sub, DIR_FLAGS, dir_fd=ofd)
         fd = os.open(name, FILE_FLAGS, dir_fd=dirs[sub])
     except OSError:
-        return None
+        return None, 0
+    used = 0
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in inodes:
+            return None, 0
+        inodes.add((st.st_dev, st.st_ino))
         cap = min(budget, MAX_LOOSE)
+        what = rel.replace("/", "")
         if st.st_size > cap:
-            raise WorktreeError(f"the agent's object {rel.replace('/', '')} is larger than {cap >> 20} MiB loose; "
+            raise WorktreeError(f"the agent's object {what} is larger than {cap >> 20} MiB loose; "
                                 "nothing was imported", hint="pack it in the session (git gc), then try again")
-        parts, left = [], st.st_size  # (O_NONBLOCK means nothing for a regular file)
-        while left and (chunk := os.read(fd, left)):
-            parts.append(chunk)
+        if st.st_size > (1 << 20) and st.st_blocks * 512 < st.st_size // 2:
+            raise WorktreeError(f"the agent's object {what} is mostly holes (a sparse file, no object); "
+                                "nothing was imported")
+        inflate, parts, got, left = zlib.decompressobj(), [], 0, st.st_size  # (O_NONBLOCK: nothing, for a file)
+        while left and (chunk := os.read(fd, min(left, 1 << 20))):
             left -= len(chunk)
-        raw = b"".join(parts)
-        inflate = zlib.decompressobj()
-        body = inflate.decompress(raw, cap + 1)
-        if len(body) > cap or inflate.unconsumed_tail:
-            raise WorktreeError(f"the agent's object {rel.replace('/', '')} inflates past {cap >> 20} MiB; "
-                                "nothing was imported", hint="pack it in the session (git gc), then try again")
-        return body
+            used += len(chunk)
+            out = inflate.decompress(chunk, cap + 1 - got)
+            got += len(out)
+            used += len(out)
+            parts.append(out)
+            if got > cap or inflate.unconsumed_tail:
+                raise WorktreeError(f"the agent's object {what} inflates past {cap >> 20} MiB; "
+                                    "nothing was imported", hint="pack it in the session (git gc), then try again")
+        return b"".join(parts), used
     except zlib.error:
-        return None
+        return None, used
     finally:
         os.close(fd)
 

@@ -193,6 +193,80 @@ def test_pack_headers_and_the_links_an_object_names():
     assert worktree._links(b"blob", b"tree " + a.encode(), 20) == set()
 
 
+def test_the_walk_parses_a_hostile_tree_in_linear_time_and_counts_its_entries_first(tmp_path, monkeypatch):
+    """Round three of the red team: a tree of "100644 " repeated and no NUL made the entry
+    regex scan to the end from every position (hours: land and list hung); 9,000,000 entries of
+    one id passed the link bound (it counted distinct ids) and took 1.2 GB."""
+    import io
+    import time
+    import zlib
+
+    objs = tmp_path / "objects"
+
+    def put(kind: bytes, body: bytes) -> str:
+        import hashlib
+        raw = kind + b" " + str(len(body)).encode() + b"\0" + body
+        oid = hashlib.sha1(raw).hexdigest()
+        (objs / oid[:2]).mkdir(parents=True, exist_ok=True)
+        (objs / oid[:2] / oid[2:]).write_bytes(zlib.compress(raw))
+        return oid
+
+    t0 = time.perf_counter()
+    assert worktree._links(b"tree", b"100644 " * 60_000, 20) == set()  # (the old regex: ~17 s; 4 M: days)
+    assert worktree._links(b"tree", b"100644 a\0" + b"x" * 19, 20) == set()  # cut short
+    assert time.perf_counter() - t0 < 3
+    same = b"".join(b"100644 f%d\0" % i + b"\1" * 20 for i in range(50))
+    commit = put(b"commit", f"tree {put(b'tree', same)}\n\nx\n".encode())
+    monkeypatch.setattr(worktree, "MAX_LINKS", 40)
+    ofd = os.open(objs, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(worktree.WorktreeError, match="more than 40"):
+            worktree._walk_loose(ofd, commit, {}, 1 << 30, 20, io.BytesIO())
+    finally:
+        os.close(ofd)
+
+
+def test_loose_files_that_are_no_object_cost_what_they_read(tmp_path):
+    """Round three: one 250 MiB sparse file of no zlib, hard-linked under 40 names a tree points
+    to, was read whole 40 times (16 s, 530 MB) and charged nothing. Now: a sparse one is refused,
+    a second name of a file already read is skipped, and what is read counts against the budget."""
+    import io
+    import zlib
+
+    objs = tmp_path / "objects"
+    names = [f"{i:02x}" + "e" * 38 for i in range(3)]
+    tree = b"".join(b"100644 f%d\0" % i + bytes.fromhex(n) for i, n in enumerate(names))
+    raw = b"tree " + str(len(tree)).encode() + b"\0" + tree
+    import hashlib
+    tid = hashlib.sha1(raw).hexdigest()
+    for oid, data in ((tid, zlib.compress(raw)),):
+        (objs / oid[:2]).mkdir(parents=True, exist_ok=True)
+        (objs / oid[:2] / oid[2:]).write_bytes(data)
+    first = objs / names[0][:2] / names[0][2:]
+    first.parent.mkdir(parents=True, exist_ok=True)
+    first.write_bytes(b"no zlib here" * 100_000)  # 1.2 MB of garbage, not sparse
+    for n in names[1:]:
+        (objs / n[:2]).mkdir(parents=True, exist_ok=True)
+        os.link(first, objs / n[:2] / n[2:])
+    ofd = os.open(objs, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        inodes: set = set()
+        body, used = worktree._read_object(ofd, f"{names[0][:2]}/{names[0][2:]}", 1 << 30, {}, inodes)
+        assert body is None and 0 < used <= 1 << 20  # the first piece did not inflate: no more read
+        assert worktree._read_object(ofd, f"{names[1][:2]}/{names[1][2:]}", 1 << 30, {}, inodes) == (None, 0)
+        assert worktree._walk_loose(ofd, tid, {}, 1 << 30, 20, io.BytesIO()) == 1  # the tree alone
+        sparse = objs / "ab" / ("c" * 38)
+        sparse.parent.mkdir(exist_ok=True)
+        with open(sparse, "wb") as f:
+            f.truncate(250 << 20)
+        with pytest.raises(worktree.WorktreeError, match="mostly holes"):
+            worktree._read_object(ofd, "ab/" + "c" * 38, 1 << 30, {}, set())
+        with pytest.raises(worktree.WorktreeError, match="exceed"):
+            worktree._walk_loose(ofd, tid, {}, 0, 20, io.BytesIO())
+    finally:
+        os.close(ofd)
+
+
 def test_the_walk_takes_a_bounded_number_of_links_and_refuses_lying_sizes(tmp_path, monkeypatch):
     import io
     import zlib
