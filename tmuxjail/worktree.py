@@ -630,36 +630,106 @@ def files(wt: dict, commit: str, since: str | None = None) -> list[dict]:
 
 
 def linked(wt: dict, commit: str, listing: str | None = None) -> list[tuple[str, str]]:
-    """(path in the work tree, why) for what a link in commit's tree leads to, when the link
-    stands where a host tool looks (a hooks directory, .envrc, .vscode/, or on the way to a path
-    the config runs): a change there is a change to what that tool runs. listing: commit's
+    """(path in the work tree, why) for where a link in commit's tree leads, when the link stands
+    where a host tool looks (a hooks directory, .envrc, .vscode/, a directory named like one the
+    catalogue looks into such as .cargo, or on the way to a path the config runs): a change
+    there is a change to what that tool runs. The target is followed through the tree's other
+    links as the kernel would (ALL = the whole tree, when it cannot be followed); one that
+    leads out of the repository is left out (landing writes nothing there). listing: commit's
     `ls-tree -r -z --full-tree`, when the caller has it."""
     main = Git(wt["repo"])
     if listing is None:
         listing = main("ls-tree", "-r", "-z", "--full-tree", commit).stdout
-    links = []
+    links: dict[str, str] = {}
     for item in listing.split("\0"):
         meta, _, path = item.partition("\t")
         if meta.startswith("120000 "):
-            links.append((path, meta.split()[2]))
+            links[path] = meta.split()[2]
     config = configured(wt)
-    guarded = [(path, oid) for path, oid in links
+    parents = catalogue().guarded_parents
+    guarded = [path for path in links
                if host_trusted([{"path": path, "mode": ""}, {"path": path + "/", "mode": ""}], config)
-               or any(inside(rel, path) for rel, _ in config)]
+               or any(inside(rel, path) for rel, _ in config) or path.rsplit("/", 1)[-1] in parents]
     if not guarded:
         return []
-    # --batch sizes count bytes: the output back as the bytes git wrote (gitrun keeps them).
-    blobs = main("cat-file", "--batch", input="".join(oid + "\n" for _, oid in guarded)).stdout.encode(
-        "utf-8", "surrogateescape")
+    targets = _link_targets(main, links)
+    top = os.path.realpath(wt["repo"])
     out = []
-    for path, _ in guarded:
-        head, _, blobs = blobs.partition(b"\n")
-        size = int(head.split()[2]) if len(head.split()) == 3 and head.split()[2].isdigit() else 0
-        target, blobs = blobs[:size].decode("utf-8", "surrogateescape"), blobs[size + 1:]
-        where = os.path.normpath(os.path.join(os.path.dirname(path), target))
-        if not os.path.isabs(target) and not where.startswith(".."):
+    for path in guarded:
+        try:
+            where = _resolved(path, targets, top)
+        except _Unresolvable:
+            where = ALL
+        if where is not None:
             out.append((where, f"the link {path}"))
     return out
+
+
+ALL = "."  # linked(): the whole work tree
+
+
+class _Unresolvable(Exception):
+    pass
+
+
+def _link_targets(main: Git, links: dict[str, str]) -> dict[str, str | None]:
+    """Each link's target, read from its blob (None: missing, as in a partial clone)."""
+    # --batch sizes count bytes: the output back as the bytes git wrote (gitrun keeps them).
+    blobs = main("cat-file", "--batch", input="".join(oid + "\n" for oid in links.values())).stdout.encode(
+        "utf-8", "surrogateescape")
+    out: dict[str, str | None] = {}
+    for path in links:
+        head, _, blobs = blobs.partition(b"\n")
+        fields = head.split()
+        if len(fields) != 3 or not fields[2].isdigit():
+            out[path] = None  # "<oid> missing": no body follows
+            continue
+        size = int(fields[2])
+        out[path], blobs = blobs[:size].decode("utf-8", "surrogateescape"), blobs[size + 1:]
+    return out
+
+
+def _resolved(path: str, targets: dict[str, str | None], top: str) -> str | None:
+    """Where path leads, relative to the work tree top (ALL for top itself), each component that
+    is a link of the tree replaced by its target, at most 40 times; a way out of top is followed
+    on the host (realpath) and back in if it comes back. None: it ends outside the repository."""
+    parts, hops = path.split("/"), 40
+    done: list[str] = []
+    while parts:
+        part = parts.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if done:
+                done.pop()
+                continue
+            back = _back_in(os.path.join(os.path.dirname(top), *parts), top)
+            if back is None:
+                return None
+            parts, done = back, []
+            continue
+        here = "/".join([*done, part])
+        if here not in targets:
+            done.append(part)
+            continue
+        hops -= 1
+        target = targets[here]
+        if hops < 0 or target is None or not target:
+            raise _Unresolvable(here)
+        if target.startswith("/"):
+            back = _back_in(os.path.join(target, *parts), top)
+            if back is None:
+                return None
+            parts, done = back, []
+        else:
+            parts = [*target.split("/"), *parts]  # relative to the link's own directory: `done`
+    return "/".join(done) or ALL
+
+
+def _back_in(host_path: str, top: str) -> list[str] | None:
+    """A path that left the work tree, resolved on the host: its parts under top, or None."""
+    real = os.path.realpath(host_path)
+    return os.path.relpath(real, top).split("/") if inside(real, top) else None
 
 
 def patch(wt: dict, commit: str) -> Iterator[str]:
@@ -987,7 +1057,7 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
             out.append({"path": f["path"], "entry": "link",
                         "trigger": "a link: what it leads to is read wherever a tool looks through it"})
             continue
-        hit = next((key for rel, key in config_paths or () if inside(f["path"], rel)), None)
+        hit = next((key for rel, key in config_paths or () if rel == ALL or inside(f["path"], rel)), None)
         if hit is not None:
             out.append({"path": f["path"], "entry": hit, "trigger": f"a host tool runs it ({hit})"})
             continue

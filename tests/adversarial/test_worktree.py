@@ -622,6 +622,41 @@ def test_what_a_tracked_directory_link_leads_to_asks_for_trust_files(world):
     assert not (env.outside / "ran").exists()
 
 
+LINK_SHAPES = {  # the user's tracked files and links; the agent then edits one file they lead to
+    "cargo": ({"tools/cargo/config.toml": "[build]\n"}, {".cargo": "tools/cargo"}, "tools/cargo/config.toml"),
+    "chain": ({"shared/editor/tasks.json": "{}\n"}, {"conf": "shared", ".vscode": "conf/editor"},
+              "shared/editor/tasks.json"),
+    "link-to-link": ({"tools/env.sh": "export A=1\n"}, {"env/current": "../tools/env.sh", ".envrc": "env/current"},
+                     "tools/env.sh"),
+    "out-and-back": ({"tools/env.sh": "export A=1\n"}, {".envrc": "../ws/tools/env.sh"}, "tools/env.sh"),
+    "dot": ({"tasks.json": "{}\n"}, {".vscode": "."}, "tasks.json"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(LINK_SHAPES))
+def test_links_of_the_user_are_followed_as_the_kernel_would(world, shape):
+    """Round three of the red team: a link named like a directory the catalogue looks into
+    (.cargo), chains of links, a way out of the repository and back in, and `.`: what each leads
+    to is trusted, and the agent's change to it lands only with --trust-files."""
+    env = world
+    repo = _main(env)
+    files, links, edit = LINK_SHAPES[shape]
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    for rel, target in links.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).symlink_to(target)
+    host_git(env, repo, "add", "-A", check=True)
+    host_git(env, repo, "commit", "-qm", "links", check=True)
+    jail = _start(env, "isolated")
+    assert jail.sh(f"echo changed >> {edit} && git commit -qam edit && echo OK").split() == ["OK"]
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "--trust-files" in bad.stderr, bad.stderr
+    assert (repo / edit).read_text() == files[edit]
+    assert env.run("land", "j", "--trust-files").returncode == 0
+
+
 def test_a_huge_change_is_shown_in_pieces_and_its_control_characters_escaped(world):
     """An agent's 120 MB text file (a line of control characters at its end): `tmuxjail diff`
     streams git's patch, so its own peak memory stays far below the change's size, and the

@@ -307,3 +307,32 @@ def test_remove_tree_removes_directories_a_jail_left_unreadable(tmp_path):
     os.chmod(top / "a", 0o555)
     remove_tree(str(top))
     assert not top.exists() and tmp_path.exists()
+
+
+def test_links_are_followed_through_the_trees_other_links_as_the_kernel_would(tmp_path):
+    """Round three of the red team: chains (.vscode -> conf/editor with conf -> shared; .envrc ->
+    env/current -> ../tools/env.sh), a way out and back in (../NAME/tools/env.sh), an absolute
+    target inside the repository, and `.` were each followed one hop or not at all."""
+    top = str(tmp_path / "repo")
+    os.makedirs(top)
+    r = worktree._resolved
+    links = {".vscode": "conf/editor", "conf": "shared", ".envrc": "env/current", "env/current": "../tools/env.sh"}
+    assert r(".vscode", links, top) == "shared/editor"
+    assert r(".envrc", links, top) == "tools/env.sh"
+    assert r("a/.vscode", {"a/.vscode": ".."}, top) == worktree.ALL
+    assert r(".vscode", {".vscode": "."}, top) == worktree.ALL
+    assert r(".envrc", {".envrc": "../repo/tools/env.sh"}, top) == "tools/env.sh"
+    assert r(".envrc", {".envrc": top + "/tools/env.sh"}, top) == "tools/env.sh"
+    assert r(".envrc", {".envrc": "../elsewhere/env.sh"}, top) is None  # out of the repository
+    assert r(".envrc", {".envrc": "/etc/profile"}, top) is None
+    assert r("x/hooks", {"x": "a/b", "a": "c"}, top) == "c/b/hooks"
+    for loop in ({"a": "a"}, {"a": "b", "b": "a"}, {"a": None}, {"a": ""}):
+        with pytest.raises(worktree._Unresolvable):
+            r("a", loop, top)
+
+
+def test_a_link_named_like_a_directory_the_catalogue_looks_into_is_guarded():
+    """.cargo -> tools/cargo: .cargo itself is no guarded entry, but .cargo/config.toml is."""
+    from tmuxjail.trust import catalogue
+
+    assert ".cargo" in catalogue().guarded_parents
