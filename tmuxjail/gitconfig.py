@@ -171,12 +171,23 @@ def runs(key: str, value: str | None) -> bool:
     return False
 
 
-def _first_word(value: str) -> str:
-    v = value.strip().lstrip("!").strip()
-    if v and v[0] in "\"'":  # (an empty value, `credential.helper =` that resets the list, names nothing)
-        end = v.find(v[0], 1)
-        return v[1:end] if end > 0 else v[1:]
-    return v.split(None, 1)[0] if v else ""
+def _paths_in(command: str) -> list[str]:
+    """The words of a shell command that name a file by path (a `/` in them; `--opt=PATH` counts
+    for its PATH): `sh tools/clean.sh` runs tools/clean.sh as surely as `./tools/clean.sh` does."""
+    import shlex
+
+    v = command.strip().lstrip("!").strip()
+    try:
+        words = shlex.split(v)
+    except ValueError:  # (an unclosed quote: the words as they stand, without it)
+        words = [w.strip("\"'") for w in v.split()]
+    out = []
+    for w in words:
+        if w.startswith("-") and "=" in w:
+            w = w.split("=", 1)[1]
+        if "/" in w:
+            out.append(w)
+    return out
 
 
 def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
@@ -184,8 +195,9 @@ def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
     path: include.path and includeIf.*.path (relative to the config's own directory),
     core.hooksPath (relative to the worktree), and the program of a command key when it is a path
     (relative to the worktree, where git runs it; a `*.path` key such as mergetool.<tool>.path is
-    that path whole, spaces and all). `~` and bare program names lie outside any
-    workspace and are left out; so are relative paths of a bare repository (top None)."""
+    that path whole, spaces and all; of a shell command, every word that is a path). `~` is
+    expanded from HOME; bare program names are left out, and so are relative paths of a bare
+    repository (top None)."""
     out: list[tuple[str, str]] = []
     for key, value in entries:
         if value is None or not runs(key, value):
@@ -193,18 +205,21 @@ def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
         k = key.lower()
         base: str | None
         if k == "include.path" or (k.startswith("includeif.") and k.endswith(".path")):
-            path, base = value.strip(), config_dir
+            paths, base = [value.strip()], config_dir
         elif k == "core.hookspath":
-            path, base = value.strip(), top
-        else:  # a *.path key names the program whole (git quotes it); any other is a shell command
-            path, base = (value.strip() if k.endswith(".path") else _first_word(value)), top
-            if "/" not in path:
-                continue  # looked up on PATH
-        if not path or path.startswith("~"):
-            continue
-        if not path.startswith("/"):
-            if base is None:
+            paths, base = [value.strip()], top
+        elif k.endswith(".path"):  # a *.path key names the program whole (git quotes it); no `/`: on PATH
+            paths, base = [value.strip()] if "/" in value else [], top
+        else:  # a shell command: each word that is a path (a bare program name is looked up on PATH)
+            paths, base = _paths_in(value), top
+        for path in paths:
+            if path.startswith("~"):
+                path = os.path.expanduser(path)  # git expands ~ and ~user in these, from HOME
+            if not path or path.startswith("~"):
                 continue
-            path = os.path.join(base, path)
-        out.append((key, os.path.normpath(path)))
+            if not path.startswith("/"):
+                if base is None:
+                    continue
+                path = os.path.join(base, path)
+            out.append((key, os.path.normpath(path)))
     return out

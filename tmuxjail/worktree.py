@@ -1041,8 +1041,15 @@ def configured(wt: dict) -> list[tuple[str, str]]:
             key, _, value = item.partition("\n")
             entries.append((key, value))
     top = wt["repo"]
-    return [(os.path.relpath(path, top), key) for key, path in gitconfig.targets(entries, wt["common"], top)
-            if inside(path, top) and path != top]
+    tops = {top, os.path.realpath(top)}
+    out: list[tuple[str, str]] = []
+    for key, path in gitconfig.targets(entries, wt["common"], top):
+        # As named, and as the host resolves it (a path through a link to the repository).
+        for where in {path, os.path.realpath(path)}:
+            for t in tops:
+                if inside(where, t) and (rel := os.path.relpath(where, t)) not in [r for r, _ in out]:
+                    out.append((rel, key))  # (".": the top itself, ALL: every file counts)
+    return out
 
 
 def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None = None) -> list[dict]:

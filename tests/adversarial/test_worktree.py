@@ -657,6 +657,37 @@ def test_links_of_the_user_are_followed_as_the_kernel_would(world, shape):
     assert env.run("land", "j", "--trust-files").returncode == 0
 
 
+CONFIG_SHAPES = {  # (config key, value, what the agent adds); {repo} and {link}: see below
+    "filter-through-sh": ("filter.x.clean", "sh tools/clean.sh", "tools/clean.sh"),
+    "alias-through-bash": ("alias.rel", "!bash tools/rel.sh", "tools/rel.sh"),
+    "hooks-from-home": ("core.hooksPath", "~/../ws/hooks", "hooks/pre-commit"),
+    "hooks-through-a-host-link": ("core.hooksPath", "{link}/hooks", "hooks/pre-commit"),
+    "hooks-at-the-top": ("core.hooksPath", ".", "pre-commit"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CONFIG_SHAPES))
+def test_every_path_the_config_runs_asks_for_trust_files(world, shape):
+    """Round three of the red team: a program run through a shell word (`sh tools/clean.sh`, an
+    alias), a hooks path from `~` or through a link on the host to the repository, and hooks at
+    the top itself were not seen as paths the config runs: each landed without --trust-files."""
+    env = world
+    repo = _main(env)
+    (env.outside / "lnk").symlink_to(repo)
+    key, value, added = CONFIG_SHAPES[shape]
+    host_git(env, repo, "config", key, value.format(link=env.outside / "lnk"), check=True)
+    jail = _start(env, "isolated")
+    out = jail.sh(f"""
+        mkdir -p "$(dirname {added})" && printf '#!/bin/sh\\ntouch {env.outside}/ran\\n' > {added}
+        chmod +x {added} && git add {added} && git commit -qm tool && echo OK
+    """)
+    assert out.split() == ["OK"], out
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "--trust-files" in bad.stderr, bad.stderr
+    assert not (repo / added).exists()
+    assert not (env.outside / "ran").exists()
+
+
 def test_a_huge_change_is_shown_in_pieces_and_its_control_characters_escaped(world):
     """An agent's 120 MB text file (a line of control characters at its end): `tmuxjail diff`
     streams git's patch, so its own peak memory stays far below the change's size, and the

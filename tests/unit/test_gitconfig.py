@@ -113,10 +113,11 @@ def test_a_config_cut_off_anywhere_is_parsed_or_reported_never_a_crash(text, par
     assert gitconfig.parse(text) == parsed
 
 
-def test_targets_are_what_a_config_makes_git_read_or_run_by_path():
+def test_targets_are_what_a_config_makes_git_read_or_run_by_path(monkeypatch):
     """Every entry is looked at (one that runs nothing, or a program on PATH, does not end the
     walk); includes resolve against the config's directory, hooks and programs against the
-    worktree; `~`, empty and (in a bare repository) relative paths are left out."""
+    worktree, `~` against HOME; empty and (in a bare repository) relative paths are left out."""
+    monkeypatch.setenv("HOME", "/home/u")
     entries = [("core.bare", None), ("user.name", "x"), ("user.signingkey", "keys/me.pub"), ("core.fsmonitor", None),
                ("core.fsmonitor", "watchman"),
                ("include.path", "../shared.inc"), ("includeif.gitdir:/w/.path", "more.inc"),
@@ -126,10 +127,21 @@ def test_targets_are_what_a_config_makes_git_read_or_run_by_path():
     assert gitconfig.targets(entries, "/w/.git", "/w") == [
         ("include.path", "/w/shared.inc"), ("includeif.gitdir:/w/.path", "/w/.git/more.inc"),
         ("core.hookspath", "/w/hooks"), ("core.fsmonitor", "/w/tools/mon"),
-        ("core.sshcommand", "/usr/bin/ssh"), ("alias.x", "/w/bin/x")]
+        ("core.sshcommand", "/usr/bin/ssh"), ("include.path", "/home/u/x.inc"), ("alias.x", "/w/bin/x")]
     assert gitconfig.targets(entries, "/w.git", None) == [
         ("include.path", "/shared.inc"), ("includeif.gitdir:/w/.path", "/w.git/more.inc"),
-        ("core.sshcommand", "/usr/bin/ssh")]
+        ("core.sshcommand", "/usr/bin/ssh"), ("include.path", "/home/u/x.inc")]
+
+
+def test_every_path_a_shell_command_names_is_a_target(monkeypatch):
+    """Round three of the red team: `sh tools/clean.sh` as a filter and `!bash tools/rel.sh` as an
+    alias ran the agent's script (only `sh` and `bash` were looked at); `~/...` was left out."""
+    monkeypatch.setenv("HOME", "/home/u")
+    entries = [("filter.x.clean", "sh tools/clean.sh --in=%f"), ("alias.rel", "!bash tools/rel.sh --cfg=conf/a"),
+               ("core.hookspath", "~/src/r/hooks")]
+    assert gitconfig.targets(entries, "/w/.git", "/w") == [
+        ("filter.x.clean", "/w/tools/clean.sh"), ("alias.rel", "/w/tools/rel.sh"), ("alias.rel", "/w/conf/a"),
+        ("core.hookspath", "/home/u/src/r/hooks")]
 
 
 def test_an_empty_command_value_names_no_file():
