@@ -203,8 +203,10 @@ class Started:
     def done(self, what: str) -> str:
         """Its output, once it has ended; a GitError (git's own words) when it failed."""
         try:
-            if self.proc.wait() != 0:
-                raise GitError(f"{what}: {reason(self._text(self.err))}")
+            if (code := self.proc.wait()) != 0:
+                said = self._text(self.err).strip()
+                raise GitError(f"{what}: " + (reason(said) if said else f"git ended with {code} and said nothing "
+                                              "(is the temporary directory full? its output goes there)"))
             return self._text(self.out)
         finally:
             self.stop()
