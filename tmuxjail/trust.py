@@ -65,9 +65,6 @@ class Catalogue:
         self.affixed = [e for e in named if e.shape != "exact"]
         self.by_id = {e.id: e for e in entries}
         self.guarded_names = frozenset(e.name for e in named if e.treatment == "guard" and e.shape == "exact")
-        # Directories a guarded entry is named in (.cargo of .cargo/config.toml): a link named so
-        # makes what it leads to one of them.
-        self.guarded_parents = frozenset(e.parent for e in named if e.treatment == "guard" and e.parent)
 
     def maybe(self, name: str) -> bool:
         """Whether match() could return an entry for this name (the walks' fast miss)."""

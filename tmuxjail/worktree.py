@@ -375,6 +375,7 @@ def _imported(wt: dict) -> str | None:
 
 PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 TREE_ENTRY = {w: re.compile(rb"([0-7]{5,6}) [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
+HEADER_LINK = re.compile(rb"^(?:tree|parent|object) ([0-9a-f]{64}|[0-9a-f]{40})$", re.MULTILINE)
 TREE_IDS = {w: re.compile(rb"[0-7]{5,6} [^\0]*\0(.{%d})" % w, re.DOTALL) for w in (20, 32)}
 # A whole tree, entry after entry, in time linear in its size (possessive: nothing is tried again).
 # The two above are used only on a body this matched: searched elsewhere, a name with no NUL after
@@ -490,12 +491,14 @@ def _links(kind: bytes, body: bytes, width: int) -> set[bytes]:
         return set(TREE_IDS[width].findall(body))
     out: set[bytes] = set()
     if kind in (b"commit", b"tag"):
-        for line in body.split(b"\n"):
-            if not line:
-                break
-            key, _, value = line.partition(b" ")
-            if key in (b"tree", b"parent", b"object") and OID.match(value.decode("ascii", "replace")):
-                out.add(bytes.fromhex(value.decode()))
+        # The header only, each id line found by a search in C: splitting the whole body made a
+        # commit of 87 million header lines (272 KB loose) take 5 GB.
+        end = body.find(b"\n\n")
+        for n, m in enumerate(HEADER_LINK.finditer(body, 0, len(body) if end < 0 else end + 1)):
+            if n >= MAX_LINKS:
+                raise WorktreeError(f"an object of the agent's names more than {MAX_LINKS:,} others; "
+                                    "nothing was imported")
+            out.add(bytes.fromhex(m.group(1).decode()))
     return out
 
 
@@ -625,47 +628,72 @@ def files(wt: dict, commit: str, since: str | None = None) -> list[dict]:
     for i in range(0, len(parts) - 1, 2):  # ":OLDMODE NEWMODE OLDID NEWID STATUS" NUL PATH NUL
         head = parts[i].lstrip(":").split()
         if len(head) == 5:
-            changed.append({"status": head[4], "path": parts[i + 1], "mode": head[1]})
+            changed.append({"status": head[4], "path": parts[i + 1], "mode": head[1], "old": head[0]})
     return changed
 
 
-def linked(wt: dict, commit: str, listing: str | None = None) -> list[tuple[str, str]]:
-    """(path in the work tree, why) for where a link in commit's tree leads, when the link stands
-    where a host tool looks (a hooks directory, .envrc, .vscode/, a directory named like one the
-    catalogue looks into such as .cargo, or on the way to a path the config runs): a change
-    there is a change to what that tool runs. The target is followed through the tree's other
-    links as the kernel would (ALL = the whole tree, when it cannot be followed); one that
-    leads out of the repository is left out (landing writes nothing there). listing: commit's
-    `ls-tree -r -z --full-tree`, when the caller has it."""
-    main = Git(wt["repo"])
-    if listing is None:
-        listing = main("ls-tree", "-r", "-z", "--full-tree", commit).stdout
+def linked(wt: dict, changed: list[dict], config: list[tuple[str, str]], listing: str) -> list[dict]:
+    """The changed files a host tool reaches through a link of the user's tree (listing: the
+    landing target's `ls-tree -r -z --full-tree`; landing adds, changes or removes no link without
+    --trust-files, so the result has no other): every other path a file has through those links
+    (.envrc -> tools/env.sh makes tools/env.sh also .envrc), link after link, is checked as the
+    file itself is (host_trusted). A link that cannot be followed (a loop, a missing blob) counts
+    as leading anywhere; past MAX_ALIASES paths looked at, every changed file counts."""
     links: dict[str, str] = {}
     for item in listing.split("\0"):
         meta, _, path = item.partition("\t")
         if meta.startswith("120000 "):
             links[path] = meta.split()[2]
-    config = configured(wt)
-    parents = catalogue().guarded_parents
-    guarded = [path for path in links
-               if host_trusted([{"path": path, "mode": ""}, {"path": path + "/", "mode": ""}], config)
-               or any(inside(rel, path) for rel, _ in config) or path.rsplit("/", 1)[-1] in parents]
-    if not guarded:
+    if not links or not changed:
         return []
-    targets = _link_targets(main, links)
+    targets = _link_targets(Git(wt["repo"]), links)
     top = os.path.realpath(wt["repo"])
-    out = []
-    for path in guarded:
+    ends: dict[str, str | None] = {}
+    for link in links:
         try:
-            where = _resolved(path, targets, top)
+            ends[link] = _resolved(link, targets, top)
         except _Unresolvable:
-            where = ALL
-        if where is not None:
-            out.append((where, f"the link {path}"))
+            ends[link] = ANYWHERE
+    out, budget = [], MAX_ALIASES
+    for f in changed:
+        todo, seen, hit = [f["path"]], {f["path"]}, None
+        while todo and hit is None:
+            p = todo.pop()
+            for link, end in ends.items():
+                if end is None:
+                    continue  # (it leads out of the repository)
+                if end == ANYWHERE:
+                    aliases = [link, link + "/" + p]
+                elif end == ALL:
+                    aliases = [link + "/" + p]
+                elif p == end or p.startswith(end + "/"):
+                    aliases = [link + p[len(end):]]
+                else:
+                    continue
+                for alias in aliases:
+                    if alias in seen:
+                        continue
+                    budget -= 1
+                    if budget < 0:
+                        return [{"path": g["path"], "entry": "links", "trigger": f"the links of {wt['repo']} give its "
+                                 f"files more than {MAX_ALIASES:,} other paths: not all could be checked"} for g in changed]
+                    seen.add(alias)
+                    found = host_trusted([{"path": alias, "mode": ""}], config)
+                    if found:
+                        hit = {"path": f["path"], "entry": found[0]["entry"],
+                               "trigger": f"it is also {alias} (through the link {link}): {found[0]['trigger']}"}
+                        break
+                    todo.append(alias)
+                if hit is not None:
+                    break
+        if hit is not None:
+            out.append(hit)
     return out
 
 
-ALL = "."  # linked(): the whole work tree
+ALL = "."  # the whole work tree
+ANYWHERE = "\0"  # linked(): a link that cannot be followed
+MAX_ALIASES = 100_000  # linked(): other paths of the changed files looked at, at most
 
 
 class _Unresolvable(Exception):
@@ -805,8 +833,11 @@ def _land(wt: dict, main: Git, into: str, target: str, commit: str, move: Callab
     else:
         new, kind = _merged(wt, main, into, target, commit, how, new_commits)
         changed = _change(wt, new, target)
-    links = linked(wt, target, tree.done("listing the tree of " + into))
-    trusted = host_trusted(changed, configured(wt) + links)
+    config = configured(wt)
+    trusted = host_trusted(changed, config)
+    named = {t["path"] for t in trusted}
+    trusted += linked(wt, [f for f in changed if f["path"] not in named], config,
+                      tree.done("listing the tree of " + into))
     if trusted and not trust_files:
         listed = ", ".join(shown(t["path"]) for t in trusted[:5]) + ("..." if len(trusted) > 5 else "")
         raise WorktreeError(f"landing {wt['branch']} changes {len(trusted)} file(s) that your tools run or trust: "
@@ -1060,7 +1091,7 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
     cat = catalogue()
     out = []
     for f in changed:
-        if f.get("mode") == "120000":
+        if "120000" in (f.get("mode"), f.get("old")):  # added, changed, made something else or removed
             out.append({"path": f["path"], "entry": "link",
                         "trigger": "a link: what it leads to is read wherever a tool looks through it"})
             continue

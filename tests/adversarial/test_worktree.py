@@ -630,6 +630,9 @@ LINK_SHAPES = {  # the user's tracked files and links; the agent then edits one 
                      "tools/env.sh"),
     "out-and-back": ({"tools/env.sh": "export A=1\n"}, {".envrc": "../ws/tools/env.sh"}, "tools/env.sh"),
     "dot": ({"tasks.json": "{}\n"}, {".vscode": "."}, "tasks.json"),
+    "link-inside-the-target": ({"payload/settings.json": "{}\n", "editor/README": "x\n"},
+                               {"editor/settings.json": "../payload/settings.json", ".vscode": "editor"},
+                               "payload/settings.json"),
 }
 
 
@@ -655,6 +658,52 @@ def test_links_of_the_user_are_followed_as_the_kernel_would(world, shape):
     assert bad.returncode == 1 and "--trust-files" in bad.stderr, bad.stderr
     assert (repo / edit).read_text() == files[edit]
     assert env.run("land", "j", "--trust-files").returncode == 0
+
+
+def test_a_link_the_landing_removes_or_replaces_asks_for_trust_files(world):
+    """Round four of the red team: the user's `tools -> real` with `.envrc -> tools/env.sh`; the
+    agent removes the link `tools` and makes a directory of its own there, so .envrc leads to
+    its script. Removing a link is a link change: --trust-files, whichever branch it lands on."""
+    env = world
+    repo = _main(env)
+    (repo / "real").mkdir()
+    (repo / "real" / "env.sh").write_text("export A=1\n")
+    (repo / "tools").symlink_to("real")
+    (repo / ".envrc").symlink_to("tools/env.sh")
+    host_git(env, repo, "add", "-A", check=True)
+    host_git(env, repo, "commit", "-qm", "links", check=True)
+    host_git(env, repo, "branch", "dev", check=True)
+    jail = _start(env, "isolated")
+    assert jail.sh(f"rm tools && mkdir tools && echo 'touch {env.outside}/ran' > tools/env.sh && git add -A "
+                   "&& git commit -qm swap && echo OK").split() == ["OK"]
+    for into in ([], ["--into", "dev"]):
+        bad = env.run("land", "j", *into)
+        assert bad.returncode == 1 and "--trust-files" in bad.stderr and "tools" in bad.stderr, bad.stderr
+    assert host_git(env, repo, "rev-parse", "dev").stdout == host_git(env, repo, "rev-parse", "HEAD").stdout
+
+
+def test_a_config_path_through_the_trees_links_asks_for_trust_files_on_a_branch_not_checked_out(world):
+    """Round four: core.hooksPath=a/b/hooks with a -> x and x/b -> ../y in the branch landed on
+    (not the one checked out, so nothing on disk says where a/b leads): the agent's change to
+    y/hooks/pre-commit needs --trust-files."""
+    env = world
+    repo = _main(env)
+    host_git(env, repo, "checkout", "-qb", "dev", check=True)
+    (repo / "x").mkdir()
+    (repo / "y" / "hooks").mkdir(parents=True)
+    (repo / "y" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    (repo / "a").symlink_to("x")
+    (repo / "x" / "b").symlink_to("../y")
+    host_git(env, repo, "add", "-A", check=True)
+    host_git(env, repo, "commit", "-qm", "hooks", check=True)
+    host_git(env, repo, "config", "core.hooksPath", "a/b/hooks", check=True)
+    jail = Jail(env, "isolated", name="j", workspace=env.ws, extra=("--worktree", "one", "--from", "dev"))
+    host_git(env, repo, "checkout", "-q", "--orphan", "other", check=True)
+    host_git(env, repo, "rm", "-rqf", ".", check=True)
+    assert jail.sh(f"printf '#!/bin/sh\\ntouch {env.outside}/ran\\n' > y/hooks/pre-commit && git commit -qam hook "
+                   "&& echo OK").split() == ["OK"]
+    bad = env.run("land", "j", "--into", "dev")
+    assert bad.returncode == 1 and "y/hooks/pre-commit" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
 
 
 CONFIG_SHAPES = {  # (config key, value, what the agent adds); {repo} and {link}: see below

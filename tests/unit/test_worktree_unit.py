@@ -331,8 +331,17 @@ def test_links_are_followed_through_the_trees_other_links_as_the_kernel_would(tm
             r("a", loop, top)
 
 
-def test_a_link_named_like_a_directory_the_catalogue_looks_into_is_guarded():
-    """.cargo -> tools/cargo: .cargo itself is no guarded entry, but .cargo/config.toml is."""
-    from tmuxjail.trust import catalogue
+def test_a_commit_of_millions_of_header_lines_is_read_without_splitting_it(monkeypatch):
+    """Round four of the red team: a 272 KB loose commit inflating to 87 million header lines made
+    land and list take 5 GB (the whole body was split into lines) or fail with MemoryError."""
+    import tracemalloc
 
-    assert ".cargo" in catalogue().guarded_parents
+    body = b"tree " + b"a" * 40 + b"\n" + b"x y\n" * 3_000_000 + b"\nmessage\n"
+    tracemalloc.start()
+    assert worktree._links(b"commit", body, 20) == {bytes.fromhex("a" * 40)}
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 << 20, peak
+    monkeypatch.setattr(worktree, "MAX_LINKS", 10)
+    with pytest.raises(worktree.WorktreeError, match="more than 10"):
+        worktree._links(b"commit", b"".join(b"parent " + b"b" * 40 + b"\n" for _ in range(11)), 20)
