@@ -190,6 +190,36 @@ def _paths_in(command: str) -> list[str]:
     return out
 
 
+def is_include(key: str) -> bool:
+    k = key.lower()
+    return k == "include.path" or (k.startswith("includeif.") and k.endswith(".path"))
+
+
+# Programs that run what their arguments name (a script, a module, a string), and shell syntax
+# that makes the words of a command something other than a program and its arguments.
+INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "env", "exec", "eval", "source", ".", "cd",
+                          "python", "python3", "node", "perl", "ruby", "php", "lua", "deno", "bun", "npx", "xargs"})
+SHELL_SYNTAX = re.compile(r"[;&|<>$`()\n\\{}*?]")
+# Keys run only when you ask (an alias you type, a pager, an editor, a credential helper at a push):
+# their paths count (targets), their shell syntax does not make every file count.
+ASKED = re.compile(r"^(?:alias\..+|core\.pager|pager\..+|core\.editor|sequence\.editor|credential\..+)$")
+
+
+def opaque(key: str, value: str | None) -> bool:
+    """A command git runs by itself (a filter, a driver, fsmonitor...) whose value is more than a
+    program and its arguments (shell syntax, or an interpreter that runs what its arguments name):
+    which of the work tree's files it runs cannot be told from its words."""
+    k = key.lower()
+    if value is None or not runs(key, value) or is_include(k) or k == "core.hookspath" or k.endswith(".path") \
+            or ASKED.match(k):
+        return False
+    v = value.strip().lstrip("!").strip()
+    if not v:
+        return False
+    first = v.split(None, 1)[0].strip("\"'").rsplit("/", 1)[-1]
+    return bool(SHELL_SYNTAX.search(v)) or first in INTERPRETERS or first.startswith(("python", "node", "perl"))
+
+
 def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
     """(key, absolute path) of every file or directory a config's entries make git read or run by
     path: include.path and includeIf.*.path (relative to the config's own directory),
@@ -204,7 +234,7 @@ def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
             continue
         k = key.lower()
         base: str | None
-        if k == "include.path" or (k.startswith("includeif.") and k.endswith(".path")):
+        if is_include(k):
             paths, base = [value.strip()], config_dir
         elif k == "core.hookspath":
             paths, base = [value.strip()], top

@@ -1065,7 +1065,8 @@ def _packed_here(gfd: int) -> bool:
 def configured(wt: dict) -> list[tuple[str, str]]:
     """(path in the work tree, the key) of what the repository's git config runs or reads by
     path: core.hooksPath, a filter's or driver's program, an include (gitconfig.targets, over every
-    level of the config as git reads it for the repository)."""
+    level of the config as git reads it for the repository). ALL (every file counts) for a
+    command git runs by itself whose words cannot be read as paths (gitconfig.opaque)."""
     entries = []
     for item in Git(wt["repo"]).listing().split("\0"):
         if item:
@@ -1073,8 +1074,20 @@ def configured(wt: dict) -> list[tuple[str, str]]:
             entries.append((key, value))
     top = wt["repo"]
     tops = {top, os.path.realpath(top)}
-    out: list[tuple[str, str]] = []
-    for key, path in gitconfig.targets(entries, wt["common"], top):
+    found = gitconfig.targets(entries, wt["common"], top)
+    # A relative include is read from the directory of the file that names it, which the listing
+    # does not say: each one is also taken from the directory of every file included.
+    includes = [(k, v) for k, v in entries if gitconfig.is_include(k)]
+    bases, done = [os.path.dirname(p) for k, p in found if gitconfig.is_include(k)], {wt["common"]}
+    while bases and len(done) < 64:
+        base = bases.pop()
+        if base not in done:
+            done.add(base)
+            more = gitconfig.targets(includes, base, top)
+            found += more
+            bases += [os.path.dirname(p) for _, p in more]
+    out: list[tuple[str, str]] = [(ALL, key) for key, value in entries if gitconfig.opaque(key, value)]
+    for key, path in found:
         # As named, and as the host resolves it (a path through a link to the repository).
         for where in {path, os.path.realpath(path)}:
             for t in tops:
@@ -1095,9 +1108,12 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
             out.append({"path": f["path"], "entry": "link",
                         "trigger": "a link: what it leads to is read wherever a tool looks through it"})
             continue
-        hit = next((key for rel, key in config_paths or () if rel == ALL or inside(f["path"], rel)), None)
-        if hit is not None:
-            out.append({"path": f["path"], "entry": hit, "trigger": f"a host tool runs it ({hit})"})
+        at = next(((rel, key) for rel, key in config_paths or () if rel == ALL or inside(f["path"], rel)), None)
+        if at is not None:
+            rel, hit = at
+            why = (f"{hit} runs a command that could run any file of the work tree" if rel == ALL
+                   else f"a host tool runs it ({hit})")
+            out.append({"path": f["path"], "entry": hit, "trigger": why})
             continue
         parts = f["path"].split("/")
         for i, name in enumerate(parts):

@@ -712,6 +712,12 @@ CONFIG_SHAPES = {  # (config key, value, what the agent adds); {repo} and {link}
     "hooks-from-home": ("core.hooksPath", "~/../ws/hooks", "hooks/pre-commit"),
     "hooks-through-a-host-link": ("core.hooksPath", "{link}/hooks", "hooks/pre-commit"),
     "hooks-at-the-top": ("core.hooksPath", ".", "pre-commit"),
+    "filter-sh-bare-name": ("filter.x.clean", "sh clean.sh", "clean.sh"),
+    "filter-bash-c": ("filter.x.clean", 'bash -c "tools/cl1 --quiet"', "tools/cl1"),
+    "filter-cd-and": ("filter.x.clean", "cd tools && ./cl2", "tools/cl2"),
+    "filter-python-m": ("filter.x.clean", "python3 -m tools.cl4", "tools/cl4.py"),
+    "include-in-an-include": ("include.path", "../tools/git.cfg", "tools/more.cfg",
+                              {"tools/git.cfg": "[include]\n\tpath = more.cfg\n", "tools/more.cfg": "[user]\n\tx = 1\n"}),
 }
 
 
@@ -723,7 +729,13 @@ def test_every_path_the_config_runs_asks_for_trust_files(world, shape):
     env = world
     repo = _main(env)
     (env.outside / "lnk").symlink_to(repo)
-    key, value, added = CONFIG_SHAPES[shape]
+    key, value, added, *user = CONFIG_SHAPES[shape]
+    for rel, text in (user[0] if user else {}).items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    if user:
+        host_git(env, repo, "add", "-A", check=True)
+        host_git(env, repo, "commit", "-qm", "config files", check=True)
     host_git(env, repo, "config", key, value.format(link=env.outside / "lnk"), check=True)
     jail = _start(env, "isolated")
     out = jail.sh(f"""
@@ -731,9 +743,10 @@ def test_every_path_the_config_runs_asks_for_trust_files(world, shape):
         chmod +x {added} && git add {added} && git commit -qm tool && echo OK
     """)
     assert out.split() == ["OK"], out
+    before = (repo / added).read_text() if user else None
     bad = env.run("land", "j")
     assert bad.returncode == 1 and "--trust-files" in bad.stderr, bad.stderr
-    assert not (repo / added).exists()
+    assert (repo / added).read_text() == before if user else not (repo / added).exists()
     assert not (env.outside / "ran").exists()
 
 

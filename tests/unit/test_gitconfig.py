@@ -161,3 +161,18 @@ def test_a_repository_whose_config_resets_the_credential_helper_is_walked(tmp_pa
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text("[credential]\n\thelper =\n[alias]\n\tx = !\n")
     assert str(tmp_path / ".git") in host.guards([str(tmp_path)]).git
+
+
+@pytest.mark.parametrize(("key", "value", "opaque"), [
+    ("filter.x.clean", "sh clean.sh", True), ("filter.x.clean", 'bash -c "tools/x"', True),
+    ("filter.x.clean", "cd tools && ./x", True), ("filter.x.clean", "true;tools/x", True),
+    ("filter.x.clean", "sh <tools/x", True), ("filter.x.clean", "python3 -m tools.x", True),
+    ("filter.x.clean", '"$(git rev-parse --show-toplevel)/tools/x"', True), ("core.fsmonitor", "/usr/bin/env x", True),
+    ("filter.lfs.clean", "git-lfs clean -- %f", False), ("filter.x.clean", "tools/x --fast", False),
+    ("alias.lg", "!git log | less", False), ("core.pager", "less -R | cat", False), ("credential.helper", "!f() { x; }; f", False),
+    ("core.hookspath", "a;b", False), ("user.name", "a;b", False),
+])
+def test_a_command_git_runs_by_itself_is_opaque_when_its_words_are_no_paths(key, value, opaque):
+    """Round four of the red team: `sh clean.sh`, `bash -c "..."`, `cd tools && ./x`, `true;x`,
+    `sh <x`, `python3 -m x` and `$(...)` ran the agent's files with no word naming them."""
+    assert gitconfig.opaque(key, value) is opaque
