@@ -666,7 +666,7 @@ def linked(wt: dict, changed: list[dict], config: list[tuple[str, str]], listing
                     aliases = [link, link + "/" + p]
                 elif end == ALL:
                     aliases = [link + "/" + p]
-                elif p == end or p.startswith(end + "/"):
+                elif inside(p, end):
                     aliases = [link + p[len(end):]]
                 else:
                     continue
