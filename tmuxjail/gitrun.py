@@ -25,7 +25,8 @@ SAFE = (
 # targets are the agent's bytes, and a name that is no UTF-8 must not fail the command.
 ENCODING, ERRORS = "utf-8", "surrogateescape"
 # Keys of the repository's own config that stay as they are: switching them off breaks the
-# repository itself (its work tree), or an empty value is not "off" for them.
+# repository itself (its work tree), or an empty value is not "off" for them (an empty include
+# is a fatal error on the command line; includeIf.*.path too, by gitconfig.is_include).
 KEPT = frozenset({"core.worktree", "include.path"})
 # The caller's GIT_* variables that only say who commits: the rest are dropped.
 IDENTITY = frozenset({"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
@@ -61,7 +62,7 @@ def switched_off(listing: str) -> list[str]:
         if not item:
             continue
         key, _, value = item.partition("\n")
-        if key.lower() in KEPT or any(key.lower() == s.split("=")[0].lower() for s in SAFE):
+        if key.lower() in KEPT or gitconfig.is_include(key) or any(key.lower() == s.split("=")[0].lower() for s in SAFE):
             continue
         if gitconfig.runs(key, value):
             off += ["-c", key + "="]

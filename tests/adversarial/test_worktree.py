@@ -709,6 +709,29 @@ def test_a_config_path_through_the_trees_links_asks_for_trust_files_on_a_branch_
     assert bad.returncode == 1 and "y/hooks/pre-commit" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
 
 
+def test_a_repository_with_an_include_if_starts_and_lands(world):
+    """Round four of the red team: includeIf.onbranch:BRANCH.path made every git call of tmuxjail
+    fatal (an emptied include on the command line), so `start --worktree` said "not in a git
+    repository". Includes are kept (their files' command keys are switched off one by one); the
+    included file is one land asks --trust-files for."""
+    env = world
+    repo = _main(env)
+    branch = host_git(env, repo, "symbolic-ref", "--short", "HEAD").stdout.strip()
+    (repo / "tools").mkdir()
+    (repo / "tools" / "c.cfg").write_text(f"[core]\n\tfsmonitor = touch {env.outside}/ran\n")
+    host_git(env, repo, "add", "tools", check=True)
+    host_git(env, repo, "-c", "core.fsmonitor=false", "commit", "-qm", "cfg", check=True)
+    host_git(env, repo, "config", f"includeIf.onbranch:{branch}.path", "../tools/c.cfg", check=True)
+    jail = _start(env, "isolated")
+    assert jail.sh("echo more >> README && git commit -qam more && echo OK").split() == ["OK"]
+    done = env.run("land", "j")
+    assert done.returncode == 0, done.stderr
+    assert jail.sh("echo x >> tools/c.cfg && git commit -qam cfg && echo OK").split() == ["OK"]
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "tools/c.cfg" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    assert not (env.outside / "ran").exists()
+
+
 CONFIG_SHAPES = {  # (config key, value, what the agent adds); {repo} and {link}: see below
     "filter-through-sh": ("filter.x.clean", "sh tools/clean.sh", "tools/clean.sh"),
     "alias-through-bash": ("alias.rel", "!bash tools/rel.sh", "tools/rel.sh"),

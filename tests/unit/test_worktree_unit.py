@@ -19,12 +19,15 @@ def test_switched_off_covers_every_command_key_and_keeps_the_rest():
         "core.fsmonitor\ntouch x", "filter.lfs.smudge\ngit-lfs smudge", "filter.lfs.required\ntrue",
         "diff.evil.textconv\ncat", "merge.m.driver\nx", "alias.st\n!sh", "alias.co\ncheckout",
         "user.name\nU", "include.path\n/x", "core.worktree\n/w", "pager.log\nless", "pager.diff\nfalse",
-        "credential.helper\nstore", "core.hooksPath\n/h", "Filter.X.Clean\nc"]) + "\0"
+        "credential.helper\nstore", "core.hooksPath\n/h", "Filter.X.Clean\nc",
+        "includeIf.onbranch:main.path\n../tools/c.cfg", "includeif.gitdir:/w/.path\nx.inc"]) + "\0"
     off = gitrun.switched_off(listing)
     keys = [off[i + 1] for i in range(0, len(off), 2)]
     assert all(off[i] == "-c" for i in range(0, len(off), 2))
     assert keys == ["filter.lfs.smudge=", "diff.evil.textconv=", "merge.m.driver=", "alias.st=", "pager.log=",
                     "Filter.X.Clean="]  # core.fsmonitor, hooksPath, credential.helper: SAFE sets them itself
+    # An empty include on git's command line is fatal ("relative config includes must come from
+    # files"): a repository with an includeIf could not start a worktree. Includes are kept.
 
 
 def test_git_environment_drops_what_steers_git_and_keeps_who_commits(monkeypatch):
