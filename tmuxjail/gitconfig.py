@@ -198,7 +198,14 @@ def is_include(key: str) -> bool:
 # Programs that run what their arguments name (a script, a module, a string), and shell syntax
 # that makes the words of a command something other than a program and its arguments.
 INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "env", "exec", "eval", "source", ".", "cd",
-                          "python", "python3", "node", "perl", "ruby", "php", "lua", "deno", "bun", "npx", "xargs"})
+                          "python", "python3", "node", "perl", "ruby", "php", "lua", "deno", "bun", "npx", "xargs",
+                          # wrappers that run their arguments, and programs that run a file they name
+                          "nice", "nohup", "timeout", "stdbuf", "setsid", "busybox", "sudo", "doas", "command",
+                          "time", "chroot", "flock", "ionice", "taskset", "unshare", "awk", "gawk", "mawk", "nawk",
+                          "sed", "make", "gmake", "tclsh", "wish", "expect", "java", "jshell", "Rscript", "julia",
+                          "swipl", "osascript", "pwsh", "powershell", "groovy", "scala", "kotlin", "elixir", "erl",
+                          "escript", "guile", "racket", "sbcl", "clisp", "gdb", "vim", "nvim", "emacs", "ex", "ed",
+                          "git", "npm", "pnpm", "yarn", "pip", "uv", "poetry", "cargo", "go", "gradle", "mvn"})
 SHELL_SYNTAX = re.compile(r"[;&|<>$`()\n\\{}*?]")
 # Keys run only when you ask (an alias you type, a pager, an editor, a credential helper at a push):
 # their paths count (targets), their shell syntax does not make every file count.
@@ -216,8 +223,11 @@ def opaque(key: str, value: str | None) -> bool:
     v = value.strip().lstrip("!").strip()
     if not v:
         return False
-    first = v.split(None, 1)[0].strip("\"'").rsplit("/", 1)[-1]
-    return bool(SHELL_SYNTAX.search(v)) or first in INTERPRETERS or first.startswith(("python", "node", "perl"))
+    word = v.split(None, 1)[0]
+    first = word.strip("\"'").rsplit("/", 1)[-1]
+    # Quotes or an assignment in the program's word: the shell makes of it something else.
+    return bool(SHELL_SYNTAX.search(v)) or any(c in word for c in "\"'=") or first in INTERPRETERS \
+        or first.startswith(("python", "node", "perl", "ruby", "php", "lua", "tclsh"))
 
 
 def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:

@@ -670,6 +670,9 @@ def linked(wt: dict, changed: list[dict], config: list[tuple[str, str]], listing
                     aliases = [link + p[len(end):]]
                 else:
                     continue
+                # Through a link back to the top or to a directory above itself, an alias only
+                # repeats names already checked: looked at once, not followed again (a cycle).
+                again = end not in (ALL, ANYWHERE) and not inside(link, end)
                 for alias in aliases:
                     if alias in seen:
                         continue
@@ -683,7 +686,8 @@ def linked(wt: dict, changed: list[dict], config: list[tuple[str, str]], listing
                         hit = {"path": f["path"], "entry": found[0]["entry"],
                                "trigger": f"it is also {alias} (through the link {link}): {found[0]['trigger']}"}
                         break
-                    todo.append(alias)
+                    if again:
+                        todo.append(alias)
                 if hit is not None:
                     break
         if hit is not None:
@@ -755,9 +759,17 @@ def _resolved(path: str, targets: dict[str, str | None], top: str) -> str | None
 
 
 def _back_in(host_path: str, top: str) -> list[str] | None:
-    """A path that left the work tree, resolved on the host: its parts under top, or None."""
-    real = os.path.realpath(host_path)
-    return os.path.relpath(real, top).split("/") if inside(real, top) else None
+    """A path that left the work tree, resolved on the host one component at a time while it is
+    outside (links there are the host's) and taken as it is from where it comes back in (links
+    there are the tree's, and the branch landed on need not be the one on disk): its parts under
+    top, or None."""
+    parts = [p for p in host_path.split("/") if p]
+    cur = "/"
+    for i, part in enumerate(parts):
+        if inside(cur, top):
+            return [*os.path.relpath(cur, top).split("/"), *parts[i:]]
+        cur = os.path.realpath(os.path.join(cur, part))
+    return os.path.relpath(cur, top).split("/") if inside(cur, top) else None
 
 
 def patch(wt: dict, commit: str) -> Iterator[str]:
@@ -1107,6 +1119,10 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
         if "120000" in (f.get("mode"), f.get("old")):  # added, changed, made something else or removed
             out.append({"path": f["path"], "entry": "link",
                         "trigger": "a link: what it leads to is read wherever a tool looks through it"})
+            continue
+        if "160000" in (f.get("mode"), f.get("old")):
+            out.append({"path": f["path"], "entry": "submodule",
+                        "trigger": "a submodule's commit: git submodule update checks out a whole tree nobody checked"})
             continue
         at = next(((rel, key) for rel, key in config_paths or () if rel == ALL or inside(f["path"], rel)), None)
         if at is not None:

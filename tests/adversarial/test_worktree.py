@@ -639,6 +639,23 @@ LINK_SHAPES = {  # the user's tracked files and links; the agent then edits one 
 }
 
 
+def test_a_link_to_the_top_or_above_itself_is_followed_once(world):
+    """Round five: the user's `sub/up -> ..` made every changed file's other paths nest without end
+    (sub/up/sub/up/...): land ran for minutes. An ordinary change lands at once."""
+    env = world
+    repo = _main(env)
+    (repo / "sub").mkdir()
+    (repo / "sub" / "a.h").write_text("a\n")
+    (repo / "sub" / "up").symlink_to("..")
+    (repo / "loop").symlink_to("loop")
+    host_git(env, repo, "add", "-A", check=True)
+    host_git(env, repo, "commit", "-qm", "links", check=True)
+    jail = _start(env, "isolated")
+    assert jail.sh("echo b >> README && git commit -qam more && echo OK").split() == ["OK"]
+    done = env.run("land", "j", timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("shape", sorted(LINK_SHAPES))
 def test_links_of_the_user_are_followed_as_the_kernel_would(world, shape):
     """Round three of the red team: a link named like a directory the catalogue looks into

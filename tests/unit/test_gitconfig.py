@@ -171,6 +171,9 @@ def test_a_repository_whose_config_resets_the_credential_helper_is_walked(tmp_pa
     ("filter.lfs.clean", "git-lfs clean -- %f", False), ("filter.x.clean", "tools/x --fast", False),
     ("alias.lg", "!git log | less", False), ("core.pager", "less -R | cat", False), ("credential.helper", "!f() { x; }; f", False),
     ("core.hookspath", "a;b", False), ("user.name", "a;b", False),
+    ("filter.x.clean", "nice sh clean.sh", True), ("filter.x.clean", "timeout 5 sh clean.sh", True),
+    ("filter.x.clean", "LC_ALL=C sh clean.sh", True), ("filter.x.clean", "'s'h clean.sh", True),
+    ("filter.x.clean", "awk -f clean.awk", True), ("filter.x.clean", "make -s -C tools", True),
 ])
 def test_a_command_git_runs_by_itself_is_opaque_when_its_words_are_no_paths(key, value, opaque):
     """Round four of the red team: `sh clean.sh`, `bash -c "..."`, `cd tools && ./x`, `true;x`,

@@ -348,3 +348,25 @@ def test_a_commit_of_millions_of_header_lines_is_read_without_splitting_it(monke
     monkeypatch.setattr(worktree, "MAX_LINKS", 10)
     with pytest.raises(worktree.WorktreeError, match="more than 10"):
         worktree._links(b"commit", b"".join(b"parent " + b"b" * 40 + b"\n" for _ in range(11)), 20)
+
+
+def test_a_submodule_pointer_the_landing_changes_needs_trust_files():
+    """Round five: a gitlink moved to any commit its URL serves put that commit's .envrc and
+    .vscode/ on disk at the next `git submodule update`."""
+    changed = [{"status": "M", "path": "lib", "mode": "160000", "old": "160000"},
+               {"status": "A", "path": "lib2", "mode": "160000", "old": "000000"}]
+    assert [t["entry"] for t in worktree.host_trusted(changed)] == ["submodule", "submodule"]
+
+
+def test_a_way_back_in_is_resolved_on_the_host_only_while_outside(tmp_path):
+    """Round five: realpath followed the links on disk inside the repository too (the branch
+    checked out), not those of the branch landed on."""
+    top = tmp_path / "repo"
+    (top / "x").mkdir(parents=True)
+    (top / "z").mkdir()
+    (tmp_path / "via").symlink_to(top)
+    assert worktree._back_in(str(tmp_path / "via" / "x" / "env.sh"), str(top)) == [".", "x", "env.sh"]
+    os.rmdir(top / "x")
+    (top / "x").symlink_to("z")  # on disk x -> z; in the tree landed on, x may lead elsewhere
+    assert worktree._back_in(str(tmp_path / "repo" / "x" / "env.sh"), str(top)) == [".", "x", "env.sh"]
+    assert worktree._back_in(str(tmp_path / "elsewhere" / "a"), str(top)) is None
