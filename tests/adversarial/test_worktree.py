@@ -38,6 +38,12 @@ def _branch(env, repo, ref="tmuxjail/one") -> str:
     return host_git(env, repo, "rev-parse", "--verify", "-q", ref).stdout.strip()
 
 
+def _asks_trust(env, *named: str) -> None:
+    """land refuses, names each path, and says --trust-files."""
+    bad = env.run("land", "j")
+    assert bad.returncode == 1 and "--trust-files" in bad.stderr and all(n in bad.stderr for n in named), bad.stderr
+
+
 @pytest.mark.parametrize("mode", STRICT)
 def test_the_agent_commits_on_its_branch_and_the_host_lands_it(world, mode):
     env = world
@@ -468,8 +474,7 @@ def test_a_branch_that_puts_back_what_the_user_changed_since_asks_for_trust_file
         git update-ref refs/heads/tmuxjail/one $(git commit-tree $(git write-tree) -p {newer} -m 'add app') && echo OK
     """)
     assert out.split() == ["OK"], out
-    bad = env.run("land", "j")
-    assert bad.returncode == 1 and ".envrc" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    _asks_trust(env, ".envrc")
     assert (repo / ".envrc").read_text() == "# removed\n" and _branch(env, repo, "master") == newer
 
 
@@ -582,12 +587,10 @@ def test_links_in_the_landing_ask_for_trust_files(world):
         git commit -qm tooling && echo OK
     """)
     assert out.split() == ["OK"], out
-    bad = env.run("land", "j")
-    assert bad.returncode == 1 and "scripts" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    _asks_trust(env, "scripts")
     assert jail.sh("git reset -q --hard HEAD~1 && echo 'export A=2' > tools/env.sh && git commit -qam env "
                    "&& echo OK").split() == ["OK"]
-    bad = env.run("land", "j")
-    assert bad.returncode == 1 and "tools/env.sh" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    _asks_trust(env, "tools/env.sh")
     assert (repo / "tools" / "env.sh").read_text() == "export A=1\n"
 
 
@@ -613,12 +616,10 @@ def test_what_a_tracked_directory_link_leads_to_asks_for_trust_files(world):
         git add payload && git commit -qm hook && echo OK
     """)
     assert out.split() == ["OK"], out
-    bad = env.run("land", "j")
-    assert bad.returncode == 1 and "payload/hooks/pre-commit" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    _asks_trust(env, "payload/hooks/pre-commit")
     assert jail.sh("git reset -q --hard HEAD~1 && echo '{\"x\": 1}' > editor/tasks.json && git commit -qam tasks "
                    "&& echo OK").split() == ["OK"]
-    bad = env.run("land", "j")
-    assert bad.returncode == 1 and "editor/tasks.json" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    _asks_trust(env, "editor/tasks.json")
     assert (repo / "editor" / "tasks.json").read_text() == "{}\n"
     assert not (repo / "payload" / "hooks" / "pre-commit").exists()
     host_git(env, repo, "commit", "--allow-empty", "-qm", "after")
@@ -744,8 +745,7 @@ def test_a_repository_with_an_include_if_starts_and_lands(world):
     done = env.run("land", "j")
     assert done.returncode == 0, done.stderr
     assert jail.sh("echo x >> tools/c.cfg && git commit -qam cfg && echo OK").split() == ["OK"]
-    bad = env.run("land", "j")
-    assert bad.returncode == 1 and "tools/c.cfg" in bad.stderr and "--trust-files" in bad.stderr, bad.stderr
+    _asks_trust(env, "tools/c.cfg")
     assert not (env.outside / "ran").exists()
 
 
