@@ -8,6 +8,10 @@ from pathlib import PurePosixPath
 from tmuxjail.record import Record
 from tmuxjail.registry import Mode
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tmuxjail.effective import Policy
+
 
 class Certification(Record):
     """How `tmuxjail certify` recognises and probes this CLI (data only: tmuxjail.certify runs it)."""
@@ -68,6 +72,7 @@ class Adapter(Record):
     # default (an empty file, or `{}` for JSON) as invalid.
     state_empty: dict[str, str] = {}  # noqa: RUF012 - read only
     conversation: Conversation | None = None  # the id is learned after the start (else assigned, or none)
+    takes_mcp: bool = False  # mcp_args delivers the session's MCP servers (docs/mcp.md)
 
     def own_sandbox_off(self, exe: list[str], mode: Mode, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the
@@ -75,6 +80,16 @@ class Adapter(Record):
         if backend == "bwrap" and mode != Mode.compatibility:
             return [*exe, *self.seatbelt_args]
         return list(exe)
+
+    def cli_exe(self, exe: list[str], pol: Policy) -> list[str]:
+        """How the CLI starts in this policy's jail: its own sandbox off where ours is the boundary
+        (own_sandbox_off), and told of the session's MCP servers (mcp_args)."""
+        return [*self.own_sandbox_off(exe, pol.mode, pol.backend), *self.mcp_args(pol)]
+
+    def mcp_args(self, pol: Policy) -> list[str]:
+        """Arguments that give the CLI the session's MCP servers (each a stub to the broker); a CLI
+        that cannot be given them refuses --mcp (takes_mcp)."""
+        return []
 
     def native_candidates(self, found: PurePosixPath, machine: str) -> list[PurePosixPath]:
         """Paths that may hold the real executable behind what PATH found; the first that exists

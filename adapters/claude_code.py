@@ -4,6 +4,7 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from tmuxjail.net import stub
 from tmuxjail.registry import Mode
 
 from .base import Adapter, Certification, new_uuid
@@ -26,6 +27,13 @@ class ClaudeCode(Adapter):
 
     def start_argv(self, exe, native_id, extra, home="", cwd=""):
         return [*exe, *(["--session-id", native_id] if native_id else []), *extra]
+
+    def mcp_args(self, pol):
+        # Strict modes: only tmuxjail's MCP configuration, read-only in the jail; never .mcp.json,
+        # the project's settings or the private home's, all of which the agent can write.
+        if not pol.mode.strict or pol.backend != "bwrap":
+            return []
+        return ["--strict-mcp-config", *(["--mcp-config", stub.CONFIG] if pol.mcp else [])]
 
     def resume_argv(self, exe, native_id, extra, home="", cwd=""):
         # Never --continue ("the most recent conversation in the current directory"): another's.
@@ -77,6 +85,7 @@ class ClaudeCode(Adapter):
 
 ADAPTER = ClaudeCode(
     provider="claude-code",
+    takes_mcp=True,
     home_env={"CLAUDE_CONFIG_DIR": ".claude"},
     home_dirs=(".claude", ".claude/tmp"),
     # settings.json: hooks, statusLine, apiKeyHelper, env, permissions, enabledPlugins; commands/

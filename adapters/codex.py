@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
+
+from tmuxjail.net import stub
 
 from .base import UUID, Adapter, Certification, Conversation
 
@@ -32,12 +35,21 @@ class Codex(Adapter):
             return [*exe, "--no-daemon"]
         return [*exe, "--no-daemon", "resume", native_id]
 
+    def mcp_args(self, pol):
+        # -c merges into the private home's config.toml (the agent can add servers there, which
+        # then run inside the jail, with its limits): tmuxjail's servers hold no secret, only the stub.
+        if not pol.mcp:
+            return []
+        servers = ",".join(f"{s.name}={{command={json.dumps(pol.mcp_stub)},args=[{','.join(map(json.dumps, stub.argv(pol.mcp_stub, s.name)[1:]))}]}}"
+                           for s in pol.mcp)
+        return ["-c", f"mcp_servers={{{servers}}}"]
+
     def certify_child_args(self, probe, out):
         # Codex's own bubblewrap, nested inside ours; workspace-write so the probe can report.
         return ["sandbox", "-c", 'sandbox_mode="workspace-write"', "--", "/bin/sh", probe, out]
 
 
-ADAPTER = Codex(provider="codex", home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",),
+ADAPTER = Codex(provider="codex", takes_mcp=True, home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",),
                 # config.toml: notify, mcp_servers, hooks, profiles, model_providers, shell
                 # environment; hooks.json: hooks; .env: loaded into codex's own environment, which
                 # its tools inherit; rules/: commands it then runs without asking; plugins/: MCP

@@ -14,4 +14,4 @@ class Shell(Adapter):
         return [*exe, "-l"]
 
 
-ADAPTER = Shell(provider="shell")
+ADAPTER = Shell(provider="shell", takes_mcp=True)  # the stub and its config are in the jail

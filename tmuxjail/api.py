@@ -111,7 +111,7 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
           backend: str | None = None, candidate: str | None = None, json: bool = False, verbose: bool = False,
           server: libtmux.Server | None = None, socket_name: str | None = None,
           socket_path: str | None = None, worktree: str | bool | None = None,
-          from_ref: str | None = None) -> t.Any:
+          from_ref: str | None = None, mcp: Sequence[str] = ()) -> t.Any:
     """Start `provider` in a new jailed tmux session and return its Jail once the jail runs (as
     `tmuxjail start --detach --non-interactive`). Every option of `tmuxjail start` is a keyword
     here, named as the option (`-` as `_`):
@@ -122,6 +122,7 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
       restriction file), `candidate` (an approved discovery candidate, verified mode), `backend`;
     - `worktree` (a name, or True for a generated one) and `from_ref` (--worktree, --from): a new
       git worktree of the repository at the workspace, on a branch of its own (docs/worktrees.md);
+    - `mcp` (names of the config's [mcp.NAME] servers, as --mcp; docs/mcp.md);
     - `here` (True) or `split` ("h" or "v"): join the tmux session this process runs in
       (inside tmux); `detach` (default True) False then selects the new window, and with
       `client` a tmux client is switched to the jail (the API itself never attaches a terminal);
@@ -150,17 +151,17 @@ def start(provider: str, *, workspace: str | os.PathLike[str] | None = None,
         return _start(ctx, provider, spaces, made, mode=mode, name=name, args=args, env=env, env_name=env_name,
                       capability=capability, capabilities=capabilities, network=network, allow_domain=allow_domain,
                       detach=detach, here=here, split=split, client=client, dry_run=dry_run, restrict=restrict,
-                      backend=backend, candidate=candidate)
+                      backend=backend, candidate=candidate, mcp=mcp)
 
 
 def _start(ctx, provider, spaces, made, *, mode, name, args, env, env_name, capability, capabilities, network,
-           allow_domain, detach, here, split, client, dry_run, restrict, backend, candidate) -> t.Any:
+           allow_domain, detach, here, split, client, dry_run, restrict, backend, candidate, mcp) -> t.Any:
     request = StartRequest.build(
         cwd(ctx), provider, mode=mode, workspaces=spaces, name=name, env_name=env if env is not None else env_name,
         capabilities=(*capability, *capabilities), detach=detach, non_interactive=True, dry_run=dry_run,
         args=tuple(args), backend=backend, restriction=from_file(os.fspath(restrict) if restrict else None),
         network=network, candidate=candidate, allow_domains=None if allow_domain is None else tuple(allow_domain),
-        worktree=made)
+        worktree=made, mcp=tuple(mcp))
     place = None
     if (here or split) and not dry_run:
         place = placed(ctx.tmux, ctx.env, "window" if here else "split", split)

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 from .errors import ConfigError, TmuxjailError
+from .mcpconf import Server
+from .mcpconf import parse as parse_mcp
 from .net.check import check_name
 from .net.policy import ANY, allowlist, check_pattern, normalize
 from .record import Record
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 KEYS = {"default_mode", "allowed_modes", "allow_unguarded_compatibility", "providers", "accept_missing_guards",
-        "limits", "network", "discover", "worktree"}
+        "limits", "network", "discover", "worktree", "mcp"}
 # [discover] trace_cap: bytes of strace output a discovery run may write before it is stopped. A
 # plain start of a CLI writes a few MB; strace writes ~110 MB/s for a CLI that floods it on purpose.
 TRACE_CAP = 256 << 20
@@ -122,6 +124,7 @@ class Config(Record):
     # [worktree] root (None: beside the repository, REPO.worktrees/) and branch_prefix (docs/worktrees.md)
     worktree_root: str | None = None
     branch_prefix: str = "tmuxjail/"
+    mcp: dict[str, Server] = {}  # noqa: RUF012 - [mcp.NAME]: the operator's MCP servers (mcpconf); read only
 
 
 def _size(value: object) -> int | None:
@@ -310,6 +313,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         trace_cap=_discover(raw.get("discover", {}), source),
         worktree_root=worktree[0],
         branch_prefix=worktree[1],
+        mcp=parse_mcp(raw["mcp"], source, os.path.expanduser("~")) if "mcp" in raw else {},
     )
 
 

@@ -27,7 +27,8 @@ SCHEMA = 1  # Policy.schema_version
 # under the jail's own /run, which do not exist on the host (docs/worktrees.md).
 JAIL_GITDIR = "/run/tmuxjail/worktree/git"
 JAIL_OBJECTS = "/run/tmuxjail/worktree/objects"
-DROPPED_EMPTY = ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit", "worktree")
+DROPPED_EMPTY = ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit", "worktree", "mcp",
+                 "mcp_stub")
 
 
 def never_passed(name: str) -> bool:
@@ -50,6 +51,30 @@ class ExecutableIdentity(Record):
     def from_data(cls, data: dict[str, Any]) -> ExecutableIdentity:
         return cls(str(data["path"]), str(data["sha256"]), str(data.get("version", "unknown")),
                    tuple((str(p), str(h)) for p, h in data.get("extra", ())))
+
+
+class McpServer(Record):
+    """An MCP server attached to a session (mcpconf.Server as the config declared it, plus the
+    digest of its command): the broker runs exactly this, outside the jail (net/broker.py)."""
+
+    name: str
+    command: str
+    sha256: str
+    args: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()  # names only: the values travel in the spec, never in a policy
+    env_file: str | None = None
+    network: str = "host"
+    read: tuple[str, ...] = ()
+    tools: tuple[str, ...] | None = None  # None: every tool the server lists
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> McpServer:
+        tools = data.get("tools")
+        return cls(str(data["name"]), str(data["command"]), str(data["sha256"]),
+                   tuple(str(a) for a in data.get("args", ())), tuple(str(n) for n in data.get("env", ())),
+                   None if data.get("env_file") is None else str(data["env_file"]), str(data.get("network", "host")),
+                   tuple(str(p) for p in data.get("read", ())),
+                   None if tools is None else tuple(str(t) for t in tools))
 
 
 class Limits(Record):
@@ -124,6 +149,10 @@ class Policy(Record):
     # --worktree: (the agent's git directory, the user's object store), bound writable and read-only
     # at worktree.JAIL_GITDIR and JAIL_OBJECTS (docs/worktrees.md); strict modes under bwrap only.
     worktree: tuple[str, ...] = ()
+    # --mcp: the operator's MCP servers this session's broker runs (strict modes under bwrap only),
+    # and the interpreter inside the jail that runs the stub the CLI starts for each (net/stub.py).
+    mcp: tuple[McpServer, ...] = ()
+    mcp_stub: str = ""
 
     def checked(self) -> Policy:
         """This policy with its invariants checked (ValueError if one does not hold)."""
@@ -134,6 +163,9 @@ class Policy(Record):
         if self.worktree and (len(self.worktree) != 2 or not self.mode.strict
                               or not all(p.startswith("/") for p in self.worktree)):
             raise ValueError("worktree: (git directory, object store), absolute, in a strict mode only")
+        if self.mcp and (not self.mode.strict or not self.mcp_stub.startswith("/")
+                         or not all(s.command.startswith("/") for s in self.mcp)):
+            raise ValueError("mcp: absolute commands and stub, in a strict mode only")
         return self._replace(allow_domains=check_patterns(self.allow_domains, "allow_domains"))
 
     def to_data(self) -> dict[str, Any]:
@@ -164,6 +196,7 @@ class Policy(Record):
             limits=Limits.from_data(data.get("limits", {})), state_guards=strs("state_guards"),
             state_copies=tuple((str(h), str(c)) for h, c in data.get("state_copies", ())),
             state_audit=strs("state_audit"), worktree=strs("worktree"),
+            mcp=tuple(McpServer.from_data(m) for m in data.get("mcp", ())), mcp_stub=str(data.get("mcp_stub", "")),
         ).checked()
 
 

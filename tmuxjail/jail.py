@@ -12,7 +12,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import hostos, log
+from . import hostos, log, mcpconf
 from . import paths as paths_mod
 from .context import Context
 from .effective import Policy, never_passed
@@ -177,6 +177,8 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         "call": launch.call.asdict() if launch.call is not None else None,
         "layout": layout_data(launch.layout),
     }
+    if pol.mcp:  # the servers' secrets, for the broker only (pane/mcp.py): never in the jail's env
+        body["mcp_env"] = mcp_env(ctx, pol, strict=status_file)
     if pol.backend == SEATBELT:  # where the launcher makes the jail's own temp dir (pane/darwin.py)
         body["tmp_base"] = ctx.env.get("TMPDIR")
     if trace is not None:  # a discovery run: the launcher puts strace in front of bwrap
@@ -192,6 +194,22 @@ def write_spec(ctx: Context, sid: str, fp: str, pol: Policy, launch: Launch, sta
         if at is not None:
             discard_spec(path)
     return Spec(spec, status)
+
+
+def mcp_env(ctx: Context, pol: Policy, strict: bool = True) -> dict[str, dict[str, str]]:
+    """What each attached MCP server gets from the host's environment (mcpconf.secrets). strict
+    False: an extra pane of the session, started from tmux's environment, which lacks them: its
+    servers start without the names that are not set."""
+    out = {}
+    for server in pol.mcp:
+        try:
+            out[server.name] = mcpconf.secrets(mcpconf.Server(server.name, server.command, env=server.env,
+                                                              env_file=server.env_file), ctx.env)
+        except TmuxjailError:
+            if strict:
+                raise
+            out[server.name] = {n: ctx.env[n] for n in server.env if n in ctx.env}
+    return out
 
 
 # -- directories -------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import budget, catalogue, host, identity, policy, profiles, restrict
+from . import budget, catalogue, host, identity, mcpconf, policy, profiles, restrict
 from . import config as config_mod
 from . import facts as facts_mod
 from .adapters import Adapter
@@ -18,7 +19,7 @@ from .approvals import find as find_approval
 from .approvals import fix_command, missing
 from .context import Context
 from .discover import candidate as cand
-from .effective import Policy
+from .effective import McpServer, Policy
 from .enforce import sandbox
 from .errors import ConfigError, NotApproved, ResumeRefused, SandboxUnavailable, UsageError
 from .facts import HostFacts
@@ -48,12 +49,47 @@ class Plan:
     host: HostFacts  # the host facts among them, as gathered (warm.py records them with the policy)
 
 
-def policy_request(r: StartRequest, mode: Mode) -> policy.Request:
-    """What of a start request reaches the policy (mode: resolved from the config's default)."""
+def policy_request(r: StartRequest, mode: Mode, mcp: tuple[McpServer, ...] = ()) -> policy.Request:
+    """What of a start request reaches the policy (mode: resolved from the config's default;
+    mcp: its --mcp servers as mcp_servers found them)."""
     return policy.Request(provider=r.provider, mode=mode, workspaces=r.workspaces, env_name=r.env_name,
                           capabilities=tuple(r.capabilities), network=r.network,
                           allow_domains=tuple(r.allow_domains or ()),
-                          worktree=(r.worktree["gitdir"], r.worktree["objects"]) if r.worktree else None)
+                          worktree=(r.worktree["gitdir"], r.worktree["objects"]) if r.worktree else None,
+                          mcp=mcp, mcp_stub=stub_python() if mcp else "")
+
+
+# Where the jail finds an interpreter for the MCP stub: under /usr, which every strict jail binds
+# read-only from the host (a python3 elsewhere, in a home or /opt, may not be in the jail).
+STUB_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+
+
+def stub_python() -> str:
+    for path in STUB_PYTHONS:
+        real = os.path.realpath(path)
+        if real.startswith("/usr/") and os.path.isfile(real) and os.access(real, os.X_OK):
+            return path
+    raise SandboxUnavailable("--mcp needs python3 in /usr/bin or /usr/local/bin: the jail runs the stub that "
+                             "connects the CLI to the session's MCP broker with it",
+                             hint="sudo apt-get install -y python3-minimal")
+
+
+def mcp_servers(cfg: config_mod.Config, names: tuple[str, ...], cache) -> tuple[McpServer, ...]:
+    """The config's servers of these names, each command's real path hashed (through the digest
+    cache); an unknown name refuses."""
+    out = []
+    for name in dict.fromkeys(names):
+        server = cfg.mcp.get(name)
+        if server is None:
+            declared = ", ".join(sorted(cfg.mcp)) or "none"
+            raise UsageError(f"no MCP server {name!r} in the config (declared: {declared})",
+                             hint=f"declare it as [mcp.{name}] in {cfg.source} (docs/mcp.md)")
+        command = os.path.realpath(server.command)
+        mcpconf.executable_file(command, f"{cfg.source}: mcp.{name}.command")
+        out.append(McpServer(name=name, command=command, sha256=identity.sha256_file(Path(command), cache),
+                             args=server.args, env=server.env, env_file=server.env_file, network=server.network,
+                             read=tuple(sorted({os.path.realpath(p) for p in server.read})), tools=server.tools))
+    return tuple(sorted(out))
 
 
 def resolve(ctx: Context, request: StartRequest, gate: bool = True) -> Plan:
@@ -85,7 +121,7 @@ def resolve(ctx: Context, request: StartRequest, gate: bool = True) -> Plan:
             f"the workspace is too large to find every .git and other guarded path in it ({found.guards.capped})",
             hint="start on a narrower --workspace (docs/workspace-trust.md, \"Limits\")")
     resolved = identity.identify(found.at, store)
-    req = policy_request(request, mode)
+    req = policy_request(request, mode, mcp_servers(cfg, request.mcp, store) if request.mcp else ())
     facts = policy.Facts(
         home=home, uid=os.getuid(), user=found.user, login_shell=found.login_shell,
         own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),

@@ -12,7 +12,7 @@ from . import budget
 from .canon import fingerprint as _fingerprint
 from .config import NETWORKS, network_fix
 from .effective import GIT_WRITE as GIT_WRITE  # defined where the warm start reads them
-from .effective import SCHEMA, Limits, Network, Policy
+from .effective import SCHEMA, Limits, McpServer, Network, Policy
 from .effective import never_passed as never_passed
 from .errors import NotApproved, UsageError
 from .model import Mode, Profile
@@ -50,7 +50,7 @@ REASONS = {
     "resolve": "network", "state_guards": "provider-state", "state_copies": "provider-state",
     "state_audit": "provider-state",
     "backend": "backend", "hidden": "backend", "schema_version": "backend", "limits": "limits",
-    "worktree": "workspace",
+    "worktree": "workspace", "mcp": "mcp", "mcp_stub": "mcp",
 }
 
 
@@ -64,6 +64,8 @@ class Request:
     network: str | None = None  # None: the config's for this mode
     allow_domains: tuple[str, ...] = ()  # --allow-domain (netpolicy: narrows, or in verified adds)
     worktree: tuple[str, str] | None = None  # --worktree: (its git directory, the repository's objects)
+    mcp: tuple[McpServer, ...] = ()  # --mcp: the servers as plan.mcp_servers found them (hashed)
+    mcp_stub: str = ""  # the interpreter the jail runs the MCP stub with (plan.stub_python)
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,31 @@ def _check_worktree(worktree: tuple[str, str] | None, mode: Mode, facts: Facts) 
         raise UsageError(f"the worktree's git directory {gitdir} is not in tmuxjail's state; refusing it")
 
 
+def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[str, ...]) -> None:
+    """The broker runs a server outside the jail: nothing it runs or reads may be a file the
+    agent can write (a workspace, its private home or state, a path bound back writable)."""
+    if not req.mcp:
+        return
+    if not req.mode.strict:
+        raise UsageError("--mcp needs isolated or verified mode",
+                         hint="in compatibility mode the CLI reads whatever MCP configuration it finds itself")
+    if facts.backend != "bwrap":
+        raise UsageError(f"--mcp is not available with the {facts.backend} sandbox yet (it needs bubblewrap)")
+    if not adapter.takes_mcp:
+        raise UsageError(f"{req.provider}: --mcp is not supported for this CLI yet (docs/mcp.md says which are)")
+    writable = [*req.workspaces, *host_write, facts.private_home, facts.state_copies]
+    for server in req.mcp:
+        paths = [(p, [*writable, *facts.own_dirs]) for p in (server.command, *server.read)]
+        if server.env_file:  # read by tmuxjail itself: its config directory is a fine place
+            paths.append((server.env_file, [*writable, *(d for d in facts.own_dirs if d != facts.config_dir)]))
+        for path, roots in paths:
+            hit = next((w for w in roots if w and (inside(path, w) or inside(w, path))), None)
+            if hit is not None:
+                raise UsageError(f"mcp.{server.name}: {path} overlaps {hit}, which the jail can write or "
+                                 "tmuxjail keeps; the broker runs the server outside the jail, so refusing",
+                                 hint="install the server outside the workspace (e.g. /usr/local or /opt)")
+
+
 def _config_shares_a_dir(facts: Facts) -> bool:
     cfg = facts.config_dir
     others = [d for d in facts.own_dirs if d != cfg]
@@ -219,10 +246,8 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     _check_worktree(req.worktree, mode, facts)
     unknown = [c for c in req.capabilities if c not in profile.optional]
     if unknown:
-        raise UsageError(
-            f"{profile.provider}: unknown capability {unknown[0]!r}",
-            hint="see: tmuxjail profiles show " + profile.provider,
-        )
+        raise UsageError(f"{profile.provider}: unknown capability {unknown[0]!r}",
+                         hint="see: tmuxjail profiles show " + profile.provider)
     if req.capabilities and mode is not Mode.verified and not (
             mode is Mode.isolated and set(req.capabilities) == {GIT_WRITE}):
         raise UsageError(f"--capability applies to verified mode only ({GIT_WRITE} also in isolated mode)")
@@ -242,6 +267,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     if mode is Mode.verified:
         host_read, host_write = _host_paths(caps, profile, facts)
         guards, copies, audited = state_files(adapter, caps, profile, facts, host_write)
+    _check_mcp(req, adapter, facts, host_write)  # after host_write: nothing it runs may be one
 
     # Strict modes: every .git present at start is bound read-only onto itself (README, "Git
     # metadata"), and so is every guard entry of the trust catalogue (docs/workspace-trust.md);
@@ -304,6 +330,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         state_copies=copies,
         state_audit=audited,
         worktree=tuple(req.worktree or ()),
+        mcp=req.mcp, mcp_stub=req.mcp_stub,
     ).checked()
 
 
@@ -348,7 +375,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Reason codes (DESIGN §2) for every field that differs, in a stable order."""
     codes = {REASONS.get(k, "backend") for k in set(old) | set(new) if old.get(k) != new.get(k)}
     order = ["mode", "profile", "executable", "capabilities", "workspace", "environment", "home",
-             "provider-state", "network", "limits", "backend"]
+             "provider-state", "network", "mcp", "limits", "backend"]
     return [c for c in order if c in codes]
 
 

@@ -48,6 +48,7 @@ class StartRequest(Record):
     allow_domains: tuple[str, ...] | None = None  # --allow-domain (None: none given)
     placement: str | None = None  # "window" (--here) or "split" (--split): it joins the current tmux session
     worktree: dict | None = None  # --worktree: what worktree.create made (docs/worktrees.md)
+    mcp: tuple[str, ...] = ()  # --mcp: names of the operator's [mcp.NAME] servers (mcpconf)
 
     @classmethod
     def build(cls, cwd: str, provider: str, **fields: Any) -> StartRequest:
@@ -68,6 +69,8 @@ class StartRequest(Record):
             data["placement"] = self.placement
         if self.worktree is not None:
             data["worktree"] = self.worktree
+        if self.mcp:
+            data["mcp"] = list(self.mcp)
         return json.dumps(data)
 
     @classmethod
@@ -97,7 +100,7 @@ class StartRequest(Record):
                    args=tuple(data.get("args") or ()), restriction=data.get("restriction"),
                    network=data.get("network"), allow_domains=None if doms is None else tuple(doms),
                    candidate=data.get("candidate"), placement=data.get("placement"),
-                   worktree=_worktree(data.get("worktree")))
+                   worktree=_worktree(data.get("worktree")), mcp=tuple(data.get("mcp") or ()))
 
 
 # The stored request's keys and their JSON types (list: of strings); older rows lack the later ones.
@@ -105,7 +108,7 @@ _STORED: dict[str, tuple[type, ...]] = {
     "provider": (str,), "mode": (str,), "workspaces": (list,), "env_name": (str,), "capabilities": (list,),
     "args": (list,), "restriction": (dict, type(None)), "network": (str, type(None)),
     "allow_domains": (list, type(None)), "candidate": (str, type(None)), "placement": (str, type(None)),
-    "worktree": (dict, type(None))}
+    "worktree": (dict, type(None)), "mcp": (list,)}
 _REQUIRED = ("provider", "mode", "workspaces", "env_name")
 WORKTREE_KEYS = ("id", "name", "branch", "base", "repo", "common", "objects", "path", "gitdir", "import")
 

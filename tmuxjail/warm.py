@@ -72,6 +72,7 @@ class WarmPlan(Record):
 
 def cacheable(opts: StartRequest) -> bool:
     return (opts.restriction is None and opts.candidate is None and opts.trace is None and not opts.dry_run
+            and not opts.mcp  # the servers' executables are hashed by the full resolution
             and opts.backend in (None, "bwrap") and not hostos.darwin())
 
 

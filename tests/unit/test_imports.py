@@ -34,7 +34,7 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
         # core (pure: CORE below)
         "tmuxjail.model", "tmuxjail.policy", "tmuxjail.approvals", "tmuxjail.restrict", "tmuxjail.config",
         "tmuxjail.profiles", "tmuxjail.listing", "tmuxjail.activity", "tmuxjail.scan", "tmuxjail.gitconfig",
-        "tmuxjail.request", "tmuxjail.effective", "tmuxjail.trust", "tmuxjail.catalogue", "tmuxjail.budget",
+        "tmuxjail.request", "tmuxjail.effective", "tmuxjail.mcpconf", "tmuxjail.trust", "tmuxjail.catalogue", "tmuxjail.budget",
         "tmuxjail.completion", "tmuxjail.adapters.", "tmuxjail.discover", "tmuxjail.discover.candidate",
         "tmuxjail.discover.classify", "tmuxjail.discover.evidence", "tmuxjail.discover.trace",
         # io (one owner each: OWNERS below)
@@ -77,6 +77,7 @@ WING_MAY_IMPORT = {
     "tmuxjail.sandbox.pids": "a root-run jail's pids cgroup",
     "tmuxjail.sandbox.libc": "unshare, mount and keyctl through _ctypes",
     "tmuxjail.sandbox.seatbelt": "macOS: the launcher builds the Seatbelt profile with the start's builder",
+    "tmuxjail.sandbox.mcpjail": "the MCP broker runs each server in a jail of its own (pane/mcp.py)",
     "tmuxjail.hostos": "which start path runs (Linux or macOS) and the sandbox-exec it runs (stdlib only)",
 }
 # Core is pure: it reaches no process, database, socket or tmux server (io does, one owner each).
@@ -145,6 +146,7 @@ SEAMS = {
     ("tmuxjail.menu", "tmuxjail.profiles"): "the start menu only (pydantic)",
     ("tmuxjail.menu", "tmuxjail.config"): "the start menu only",
     ("tmuxjail.sandbox.bwrap", "tmuxjail.effective"): "a policy recorded before limits existed (the launcher imports bwrap)",
+    ("tmuxjail.sessions.approve", "tmuxjail.plan"): "approve --mcp: each server hashed as a start hashes it",
 }
 
 

@@ -15,6 +15,8 @@ from .table import ALL, ALLOW_DOMAIN, CANDIDATE, CAPABILITY, JSON, Arg, declares
           CAPABILITY.but(help="optional capability to include"),
           ALLOW_DOMAIN.but(default=[], help="a domain verified sessions may reach beyond what the capabilities "
                                             "declare (repeatable)"),
+          Arg("--mcp", action="append", default=[], metavar="NAME",
+              help="the config's MCP server [mcp.NAME], bound to its command's digest today (repeatable)"),
           Arg("--yes", action="store_true", help="do not ask (for scripts that already reviewed it)"),
           Arg("--details", action="store_true", help="also show paths, env names and hosts"),
           CANDIDATE.but(help="approve a discovery's candidate profile (shows the diff; a terminal must confirm; no --yes)"),
@@ -22,7 +24,7 @@ from .table import ALL, ALLOW_DOMAIN, CANDIDATE, CAPABILITY, JSON, Arg, declares
 def run(call: Call) -> Result:
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
-    row = ask_and_record(ctx, a.provider, a.capability, a.yes, a.details, call.json, a.allow_domain)
+    row = ask_and_record(ctx, a.provider, a.capability, a.yes, a.details, call.json, a.allow_domain, a.mcp)
     if row is None:
         return Result(None, None, code=1)
     return Result(row, f"approved ({row['id']})")

@@ -9,7 +9,10 @@ from ..adapters import get as get_adapter
 from ..audit import clean, latest, line
 from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
+from ..net import broker
 from ..net import log as netlog
+from ..pane.mcp import LOG_NAME, session_dir
+from ..registry import Mode
 from ..render import Result, policy_text, session_text
 from ..sessions.stop import learn_conversation
 from ..status import describe
@@ -48,9 +51,13 @@ def show(ctx: Context, name: str) -> dict:
 
 
 @declares("tmuxjail show app --json",
-          NAME, JSON, Arg("--network", action="store_true", help="the destinations its egress proxy allowed and denied"))
+          NAME, JSON, Arg("--network", action="store_true", help="the destinations its egress proxy allowed and denied"),
+          Arg("--mcp", action="store_true", help="its MCP servers and the tool calls its broker allowed and refused"))
 def run(call: Call) -> Result:
     d = show(call.ctx, call.args.name)
+    if call.args.mcp:
+        rep = mcp_report(call.ctx, d)
+        return Result(rep, mcp_text(rep))
     if call.args.network:
         rep = netlog.report(d, str(call.ctx.paths.store), _ceiling(call.ctx, d), str(call.ctx.paths.config_file))
         return Result(rep, netlog.text(rep))
@@ -63,3 +70,41 @@ def _ceiling(ctx: Context, d: dict) -> tuple[str, ...] | None:
         return config.load(ctx.paths.config_file).allow_domains.get(d.get("mode") or "", None)
     except TmuxjailError:
         return None
+
+
+# What each CLI obeys of MCP configuration the agent could have written, in a strict jail.
+AGENT_MCP = {
+    "claude-code": "not obeyed (--strict-mcp-config: only tmuxjail's servers)",
+    "codex": "obeyed inside the jail: servers the agent adds to the private home's config.toml run there, "
+             "with the jail's limits and no secret",
+    "shell": "none: the stub and its config are at /run/tmuxjail/mcp",
+}
+
+
+def mcp_report(ctx: Context, d: dict) -> dict:
+    """The session's MCP servers (as its policy records them) and its broker's call log."""
+    pol = d.get("policy") or {}
+    servers = [{k: s.get(k) for k in ("name", "command", "sha256", "args", "env", "network", "tools")}
+               for s in pol.get("mcp", ())]
+    calls = broker.read_log(session_dir(str(ctx.paths.store), d["id"]) + "/" + LOG_NAME)
+    counts: dict[str, int] = {}
+    for c in calls:
+        key = f"{c.get('server')} {c.get('tool')} {c.get('decision')}"
+        counts[key] = counts.get(key, 0) + 1
+    strict = Mode(pol["mode"]).strict if pol.get("mode") in Mode.__members__ else False
+    agent = AGENT_MCP.get(d.get("provider") or "", "") if strict else "obeyed: this mode does not control MCP configuration"
+    return {"name": d["name"], "servers": servers, "agent_config": agent, "calls": calls, "counts": counts}
+
+
+def mcp_text(rep: dict) -> str:
+    lines = [f"{rep['name']}: MCP servers"]
+    for s in rep["servers"]:
+        tools = "all tools" if s["tools"] is None else "tools: " + ", ".join(s["tools"])
+        lines.append(f"  {s['name']}: {s['command']} ({str(s['sha256'])[:19]}…), network {s['network']}, {tools}")
+    if not rep["servers"]:
+        lines.append("  none attached")
+    if rep["agent_config"]:
+        lines.append(f"MCP configuration the agent can write: {rep['agent_config']}")
+    lines.append("tool calls:" if rep["counts"] else "tool calls: none logged")
+    lines += [f"  {n:5}  {k}" for k, n in sorted(rep["counts"].items())]
+    return "\n".join(lines)

@@ -65,7 +65,7 @@ def options(call: Call) -> StartRequest:
             cwd(call.ctx), a.provider, mode=a.mode, workspaces=workspaces, name=a.name, env_name=a.env_name,
             worktree=worktree, capabilities=tuple(a.capability), detach=a.detach, non_interactive=a.non_interactive,
             dry_run=a.dry_run, args=tuple(call.passthrough), backend=a.backend, restriction=restriction,
-            network=a.network, candidate=a.candidate, allow_domains=domains(a))
+            network=a.network, candidate=a.candidate, allow_domains=domains(a), mcp=tuple(a.mcp))
 
 
 def _kept(worktree: dict | None) -> AbstractContextManager[None]:
@@ -153,7 +153,7 @@ def run_preflight(call: Call) -> Result:
     opts = StartRequest.build(
         cwd(call.ctx), a.provider, mode=a.mode, workspaces=tuple(a.workspace), env_name=a.env_name,
         capabilities=tuple(a.capability), non_interactive=True, restriction=restrict.from_file(a.restrict),
-        network=a.network, candidate=a.candidate, allow_domains=domains(a))
+        network=a.network, candidate=a.candidate, allow_domains=domains(a), mcp=tuple(a.mcp))
     from ..sessions.start import preflight
 
     result = preflight(call.ctx, opts)

@@ -139,6 +139,9 @@ REQUEST_JAIL = (
              "compatibility, proxy in isolated and verified)"),
     ALLOW_DOMAIN,
     CAPABILITY,
+    Arg("--mcp", action="append", default=[], metavar="NAME",
+        help="strict modes: attach the MCP server the config declares as [mcp.NAME] (repeatable); it runs "
+             "outside the jail with its secrets, and the CLI reaches it through the session's broker (docs/mcp.md)"),
 )
 RESTRICT = Arg("--restrict", metavar="FILE", help="restriction file (TOML) that narrows the policy; never widens")
 

@@ -92,7 +92,14 @@ def approval_items(profile, policy: dict) -> tuple[str, ...]:
     per domain added beyond what they declare (verified mode)."""
     caps = tuple(policy["capabilities"])
     extra = extra_domains(tuple(policy.get("allow_domains", ())), declared(profile, caps))
-    return (*caps, *(DOMAIN_ITEM + d for d in extra))
+    return (*caps, *(DOMAIN_ITEM + d for d in extra), *(mcp_item(s["name"], s["sha256"]) for s in policy.get("mcp", ())))
+
+
+MCP_ITEM = "mcp:"  # an attached MCP server, bound to its executable's digest (verified mode)
+
+
+def mcp_item(name: str, sha256: str) -> str:
+    return f"{MCP_ITEM}{name}@{sha256}"
 
 
 def is_domain_item(item: str) -> bool:

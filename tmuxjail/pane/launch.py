@@ -76,6 +76,14 @@ def main(argv: list[str]) -> None:
         from ..net import inside
 
         env = inside.env(env)
+    # The MCP broker is forked now: before this process narrows itself (keyring, cgroup, Landlock,
+    # namespaces), none of which is the broker's; it serves nobody until bwrap runs, and dies with
+    # this process if the launch is refused.
+    broker = None
+    if policy.get("mcp"):
+        from . import mcp
+
+        broker = mcp.start(spec, policy, call.path)
     own_session_keyring()
     if os.getuid() == 0:
         root_process_limit(policy, str(spec["session_id"]))
@@ -89,6 +97,10 @@ def main(argv: list[str]) -> None:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     own_namespace(policy)
     bind_fds = fd_binds(call)
+    if broker is not None:
+        entries, fds = mcp.binds(broker, policy)
+        call.late += entries
+        bind_fds += fds
     exe_checked(exe, store_holds(helper, expected))
     exe_binds(call, exe)
     bind_fds += [fd for _, _, fd, _ in exe]

@@ -31,8 +31,9 @@ def _identity(ctx: Context, provider: str):
 
 
 def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details: bool,
-            domains: tuple[str, ...] = ()) -> dict:
-    """domains: --allow-domain patterns to approve beyond what the capabilities declare."""
+            domains: tuple[str, ...] = (), mcp: tuple[str, ...] = ()) -> dict:
+    """domains: --allow-domain patterns to approve beyond what the capabilities declare; mcp: the
+    config's MCP servers, each bound to its command's digest today."""
     profile, ident = _identity(ctx, provider)
     unknown = [c for c in capabilities if c not in profile.optional]
     if unknown:
@@ -42,6 +43,11 @@ def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details:
     asked = netpolicy.normalize(netpolicy.check_pattern(d) for d in domains)
     extra = netpolicy.extra_domains(asked, netpolicy.declared(profile, caps))
     caps = (*caps, *(netpolicy.DOMAIN_ITEM + d for d in extra))
+    if mcp:
+        from ..plan import mcp_servers
+
+        servers = mcp_servers(config_mod.load(ctx.paths.config_file), mcp, ctx.store)
+        caps = (*caps, *(netpolicy.mcp_item(s.name, s.sha256) for s in servers))
     return {
         "provider": provider, "profile_version": profile.profile_version, "profile_hash": profile.hash,
         "executable": approvals.identity_key(ident), "capabilities": list(caps),
@@ -59,8 +65,8 @@ def record(ctx: Context, plan: dict) -> dict:
 
 
 def ask_and_record(ctx: Context, provider: str, capabilities, yes: bool, details: bool, json_out: bool,
-                   domains=()) -> dict | None:
-    plan = preview(ctx, provider, tuple(capabilities), details, tuple(domains))
+                   domains=(), mcp=()) -> dict | None:
+    plan = preview(ctx, provider, tuple(capabilities), details, tuple(domains), tuple(mcp))
     if not json_out:
         print("This approval lets verified-mode sessions use:")
         print("\n".join(plan["text"]))

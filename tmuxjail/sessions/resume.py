@@ -78,7 +78,7 @@ def resume(ctx: Context, name: str, detach: bool = False, accept_changes: bool =
     adapter = get_adapter(row.provider)
     r = row.start_request
     native_id = conversation.learn(ctx, row, adapter.conversation, jailed[0] if jailed else None)
-    exe = adapter.own_sandbox_off(cli_argv_from_policy(pol), pol.mode, pol.backend)
+    exe = adapter.cli_exe(cli_argv_from_policy(pol), pol)
     ws = r.workspaces[0]
     rel = adapter.conversation_file(ws, native_id) if native_id else None
     began = not (rel and conversation.never_began(row.private_home or pol.home, rel))

@@ -44,7 +44,7 @@ def dry_run(ctx: Context, opts: StartRequest) -> dict:
     p = plan.resolve(ctx, opts, gate=False)
     pol, fp, adapter = p.policy, p.fingerprint, p.adapter
     native_id = adapter.new_native_id()
-    exe = adapter.own_sandbox_off(p.resolved.argv, pol.mode, pol.backend)
+    exe = adapter.cli_exe(p.resolved.argv, pol)
     launch = jail.build(ctx, pol, adapter.start_argv(exe, native_id, list(opts.args), pol.home, workspaces[0]))
     data = pol.to_data()
     spec = ctx.paths.spool / "<session-id>-<token>.json"
@@ -102,10 +102,12 @@ def _start(ctx: Context, opts: StartRequest, place: Placement | None, early: Ear
         raise UsageError("--backend seatbelt is the macOS backend: on Linux it is accepted only with --dry-run")
     if opts.backend == "bwrap" and pol.backend == jail.SEATBELT:
         raise UsageError("--backend bwrap is the Linux backend: on macOS it is accepted only with --dry-run")
-    exe = adapter.own_sandbox_off(p.argv, pol.mode, pol.backend)
+    exe = adapter.cli_exe(p.argv, pol)
     own_args = list(adapter.seatbelt_args) if pol.backend == jail.SEATBELT else []
     cli_argv = adapter.start_argv(exe, native_id, [*own_args, *opts.args], pol.home, workspaces[0])
     launch = jail.build(ctx, pol, cli_argv)
+    if pol.mcp:
+        jail.mcp_env(ctx, pol)  # a secret that is not set refuses now, before anything is made
 
     ctx.tmux.require()
     warn_git_write(pol)

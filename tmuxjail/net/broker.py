@@ -1,0 +1,374 @@
+"""The session's MCP broker (issue 31, DESIGN §10). Stdlib only.
+
+It runs outside the jail, like the proxy, and listens on a unix socket bound into this session's
+jail only. Each connection comes from the stub (net/stub.py): one header line names a server of
+this session, and the broker starts that server (its argv, usually its own bubblewrap jail from
+sandbox/mcpjail.py, and its environment, which holds its secrets and never enters the agent's
+jail), then relays newline-delimited JSON-RPC both ways. What the jail sends is parsed strictly
+and within bounds (size, rate, one JSON object per line, no duplicate keys) and forwarded as the
+bytes that were checked; a `tools/call` outside the server's allowlist is answered here, and a
+`tools/list` answer is cut down to it. Each call is one line in the session's call log (server,
+tool, decision, time: never arguments or results)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from typing import Any
+
+MAX_MESSAGE = 1 << 20
+MAX_SERVER_MESSAGE = 16 << 20
+RATE = 50.0
+BURST = 100.0
+MAX_CONNECTIONS = 16
+HEADER_TIMEOUT = 10.0
+MAX_HEADER = 4096
+GRACE = 2.0  # for the server to exit on its own (stdin closed), then after SIGTERM
+MAX_TOOL_NAME = 256  # in the log: a tool name is the jail's text
+CHUNK = 1 << 16
+DRAIN_TIME = 1.0
+MAX_DRAIN = 1 << 20
+
+
+class CallLog:
+    """JSON lines, one per tools/call, appended; rotated to path + ".1" once over max_bytes."""
+
+    def __init__(self, path: str, max_bytes: int = 1 << 20):
+        self.path, self.max_bytes = path, max_bytes
+        self._lock = threading.Lock()
+        self._fd = self._open()
+
+    def _open(self) -> int:
+        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+    def add(self, server: str, tool: str, decision: str) -> None:
+        line = json.dumps({"t": time.time(), "server": server, "tool": tool[:MAX_TOOL_NAME],
+                           "decision": decision}) + "\n"
+        with self._lock:
+            os.write(self._fd, line.encode())
+            if os.fstat(self._fd).st_size > self.max_bytes:
+                os.replace(self.path, self.path + ".1")
+                os.close(self._fd)
+                self._fd = self._open()
+
+    def close(self) -> None:
+        with self._lock:
+            os.close(self._fd)
+
+
+def read_log(path: str) -> list[dict]:
+    """Every entry of the log and its rotated file, oldest first; a malformed line is skipped."""
+    out = []
+    for name in (path + ".1", path):
+        try:
+            with open(name, "rb") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                out.append(entry)
+    return out
+
+
+def error_line(code: int, message: str, id: Any = None) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).encode() + b"\n"
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict:
+    # A duplicate key is read differently by different parsers (first or last wins): the name
+    # checked here must be the name the server acts on.
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("duplicate key")
+    return out
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse(line: bytes) -> Any:
+    """One line as JSON: UTF-8 only, no duplicate keys, no NaN or Infinity. ValueError else."""
+    try:
+        return json.loads(line.decode("utf-8"), object_pairs_hook=_strict_object, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+
+
+def _valid_id(id: Any) -> bool:
+    return isinstance(id, str) or (isinstance(id, int) and not isinstance(id, bool) and abs(id) < 1 << 53)
+
+
+class Bucket:
+    def __init__(self, rate: float = RATE, burst: float = BURST):
+        self.rate, self.burst = rate, burst
+        self.tokens, self.at = burst, time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class Relay:
+    """One connection: the client's socket and its server's process."""
+
+    def __init__(self, name: str, spec: dict, conn: socket.socket, proc: subprocess.Popen, log: CallLog):
+        self.name, self.conn, self.proc, self.log = name, conn, proc, log
+        tools = spec.get("tools")
+        self.allowed = None if tools is None else frozenset(tools)
+        self.bucket = Bucket()
+        self.send_lock = threading.Lock()
+        self.server_done = threading.Event()
+
+    def send(self, data: bytes) -> None:
+        with self.send_lock:
+            self.conn.sendall(data)
+
+    # -- client -> server ------------------------------------------------------------------------
+    def client_to_server(self, data: bytes) -> None:
+        """Until the client's EOF. A line too long is answered once and skipped up to its
+        newline, never held whole; a last line without its newline is not a message."""
+        buf, discarding = b"", False
+        while True:
+            if discarding:
+                nl = data.find(b"\n")
+                discarding, data = nl < 0, b"" if nl < 0 else data[nl + 1:]
+            if not discarding:
+                *lines, buf = (buf + data).split(b"\n")
+                for line in lines:
+                    if len(line) >= MAX_MESSAGE:
+                        self.send(error_line(-32600, "message too large"))
+                    else:
+                        self.message(line)
+                if len(buf) >= MAX_MESSAGE:
+                    self.send(error_line(-32600, "message too large"))
+                    buf, discarding = b"", True
+            data = self.conn.recv(CHUNK)
+            if not data:
+                return
+
+    def message(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            msg = parse(line)
+        except ValueError:
+            self.send(error_line(-32700, "parse error"))
+            return
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            id = msg.get("id") if isinstance(msg, dict) else None
+            self.send(error_line(-32600, "invalid request", id if _valid_id(id) else None))
+            return
+        method, id = msg.get("method"), msg.get("id")
+        is_request = method is not None and "id" in msg
+        if method is not None and (not isinstance(method, str) or (is_request and not _valid_id(id))):
+            self.send(error_line(-32600, "invalid request", id if _valid_id(id) else None))
+            return
+        if not self.bucket.take():
+            if is_request:
+                self.send(error_line(-32000, "rate limited", id))
+            return
+        if method == "tools/call":
+            params = msg.get("params")
+            tool = params.get("name") if isinstance(params, dict) else None
+            label = tool[:MAX_TOOL_NAME] if isinstance(tool, str) else ""
+            if self.allowed is not None and not (isinstance(tool, str) and tool in self.allowed):
+                self.log.add(self.name, label, "refused")
+                if is_request:
+                    self.send(error_line(-32602, f"tool {label} is not allowed in this session", id))
+                return
+            self.log.add(self.name, label, "allowed")
+        stdin = self.proc.stdin
+        assert stdin is not None
+        stdin.write(line + b"\n")
+        stdin.flush()
+
+    # -- server -> client ------------------------------------------------------------------------
+    def server_to_client(self) -> None:
+        try:
+            stdout = self.proc.stdout
+            assert stdout is not None
+            while line := stdout.readline(MAX_SERVER_MESSAGE + 1):
+                if len(line) > MAX_SERVER_MESSAGE:
+                    return
+                self.send(self.filtered(line))
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.server_done.set()
+            try:
+                self.conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def filtered(self, line: bytes) -> bytes:
+        """A tools/list answer cut down to the allowlist. Found by its shape (a result with a
+        "tools" list), not by the request's id: no id is matched the wrong way (1 against 1.0,
+        or one id used twice), and no state grows with unanswered requests."""
+        # A key spelled with escapes ("\\u0074ools") holds a backslash-u: such a line is read too.
+        if self.allowed is None or (b'"tools"' not in line and b"\\u" not in line):
+            return line
+        try:
+            msg = json.loads(line)
+        except (ValueError, RecursionError):
+            return line
+        result = msg.get("result") if isinstance(msg, dict) and "method" not in msg else None
+        if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
+            return line
+        result["tools"] = [t for t in result["tools"]
+                           if isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"] in self.allowed]
+        return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+    def stop(self, client_ended: bool) -> None:
+        """The server gone and reaped: its stdin closed and a grace to exit if the client ended,
+        then SIGTERM, then SIGKILL."""
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        if client_ended and not self.server_done.is_set():
+            try:
+                self.proc.wait(GRACE)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                return
+            try:
+                self.proc.send_signal(sig)
+                self.proc.wait(GRACE)
+            except subprocess.TimeoutExpired:
+                continue
+            except OSError:
+                pass
+        self.proc.wait()
+
+
+class Broker:
+    def __init__(self, servers: dict[str, dict], log: CallLog):
+        self.servers, self.log = servers, log
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def serve(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError as exc:
+                if exc.errno in (errno.EBADF, errno.EINVAL):
+                    return  # the listener is closed
+                time.sleep(0.01)  # EMFILE and friends: not a busy loop
+                continue
+            if not self.slots.acquire(blocking=False):
+                self._refuse(conn, f"more than {MAX_CONNECTIONS} MCP connections")
+                continue
+            try:
+                threading.Thread(target=self._run, args=(conn,), daemon=True).start()
+            except RuntimeError:
+                self.slots.release()
+                self._refuse(conn, "no thread for this connection")
+
+    def _run(self, conn: socket.socket) -> None:
+        try:
+            self.handle(conn)
+        finally:
+            self.slots.release()
+
+    @staticmethod
+    def _refuse(conn: socket.socket, message: str, drain: bool = False) -> None:
+        """One error line, then close. With drain, what the client sent already is read first
+        (bounded): closing on unread bytes resets the connection, and the stub, which sends as
+        soon as it connects, would see ECONNRESET where an EOF belongs."""
+        try:
+            conn.settimeout(DRAIN_TIME)
+            conn.sendall(error_line(-32000, message))
+            conn.shutdown(socket.SHUT_WR)
+            deadline, left = time.monotonic() + DRAIN_TIME, MAX_DRAIN
+            while drain and left > 0 and time.monotonic() < deadline:
+                got = conn.recv(min(left, CHUNK))
+                if not got:
+                    break
+                left -= len(got)
+        except OSError:
+            pass
+        conn.close()
+
+    def _header(self, conn: socket.socket) -> tuple[str, bytes]:
+        """(the server's name, what followed the header), or ValueError with the reason."""
+        deadline = time.monotonic() + HEADER_TIMEOUT
+        buf = b""
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or len(buf) > MAX_HEADER:
+                raise ValueError("no header")
+            conn.settimeout(left)
+            try:
+                got = conn.recv(MAX_HEADER + 1 - len(buf))
+            except TimeoutError:
+                raise ValueError("no header") from None
+            if not got:
+                raise ValueError("no header")
+            buf += got
+        head, rest = buf.split(b"\n", 1)
+        if len(head) > MAX_HEADER:
+            raise ValueError("no header")
+        conn.settimeout(None)
+        header = parse(head)
+        name = header.get("server") if isinstance(header, dict) else None
+        if not isinstance(name, str) or name not in self.servers:
+            raise ValueError(f"no MCP server named {name!r} in this session")
+        return name, rest
+
+    def handle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                name, rest = self._header(conn)
+            except (ValueError, OSError) as exc:
+                self._refuse(conn, str(exc) if str(exc).startswith("no MCP server") else "bad header", True)
+                return
+            spec = self.servers[name]
+            try:
+                # From this thread, which lives as long as the connection: bwrap's
+                # --die-with-parent fires when the thread that forked it exits.
+                proc = subprocess.Popen(spec["argv"], env=spec.get("env", {}), cwd=spec.get("cwd", "/"),
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, close_fds=True)
+            except (OSError, ValueError):
+                self._refuse(conn, f"cannot start MCP server {name}", True)
+                return
+            relay = Relay(name, spec, conn, proc, self.log)
+            out = threading.Thread(target=relay.server_to_client, daemon=True)
+            out.start()
+            client_ended = False
+            try:
+                relay.client_to_server(rest)
+                client_ended = True
+            except (OSError, ValueError):
+                pass
+            finally:
+                relay.stop(client_ended)
+                out.join(GRACE)
+                if not out.is_alive() and proc.stdout:
+                    proc.stdout.close()
+
+
+def serve_forever(listener_fd: int, servers: dict, log_path: str) -> None:
+    listener = socket.socket(fileno=listener_fd)
+    Broker(servers, CallLog(log_path)).serve(listener)
