@@ -24,16 +24,21 @@ from typing import Any
 
 MAX_MESSAGE = 1 << 20
 MAX_SERVER_MESSAGE = 16 << 20
-RATE = 50.0
-BURST = 100.0
+RATE = 100.0
+BURST = 200.0
 MAX_CONNECTIONS = 16
 HEADER_TIMEOUT = 10.0
+STDERR_KEPT = 64 << 10  # of each server's stderr, per connection
 MAX_HEADER = 4096
 GRACE = 2.0  # for the server to exit on its own (stdin closed), then after SIGTERM
 MAX_TOOL_NAME = 256  # in the log: a tool name is the jail's text
 CHUNK = 1 << 16
 DRAIN_TIME = 1.0
 MAX_DRAIN = 1 << 20
+
+
+class Refused(Exception):
+    """A connection refused before its server starts, with the one line the client gets."""
 
 
 class CallLog:
@@ -311,37 +316,40 @@ class Broker:
         conn.close()
 
     def _header(self, conn: socket.socket) -> tuple[str, bytes]:
-        """(the server's name, what followed the header), or ValueError with the reason."""
+        """(the server's name, what followed the header), or Refused."""
         deadline = time.monotonic() + HEADER_TIMEOUT
         buf = b""
         while b"\n" not in buf:
             left = deadline - time.monotonic()
             if left <= 0 or len(buf) > MAX_HEADER:
-                raise ValueError("no header")
+                raise Refused("bad header")
             conn.settimeout(left)
             try:
                 got = conn.recv(MAX_HEADER + 1 - len(buf))
-            except TimeoutError:
-                raise ValueError("no header") from None
+            except OSError:
+                raise Refused("bad header") from None
             if not got:
-                raise ValueError("no header")
+                raise Refused("bad header")
             buf += got
         head, rest = buf.split(b"\n", 1)
-        if len(head) > MAX_HEADER:
-            raise ValueError("no header")
-        conn.settimeout(None)
-        header = parse(head)
+        try:
+            header = parse(head) if len(head) <= MAX_HEADER else None
+        except ValueError:
+            header = None
         name = header.get("server") if isinstance(header, dict) else None
-        if not isinstance(name, str) or name not in self.servers:
-            raise ValueError(f"no MCP server named {name!r} in this session")
+        if not isinstance(name, str):
+            raise Refused("bad header")
+        if name not in self.servers:
+            raise Refused(f"no MCP server named {name!r} in this session")
+        conn.settimeout(None)
         return name, rest
 
     def handle(self, conn: socket.socket) -> None:
         with conn:
             try:
                 name, rest = self._header(conn)
-            except (ValueError, OSError) as exc:
-                self._refuse(conn, str(exc) if str(exc).startswith("no MCP server") else "bad header", True)
+            except Refused as exc:
+                self._refuse(conn, str(exc), True)
                 return
             spec = self.servers[name]
             try:
@@ -349,10 +357,11 @@ class Broker:
                 # --die-with-parent fires when the thread that forked it exits.
                 proc = subprocess.Popen(spec["argv"], env=spec.get("env", {}), cwd=spec.get("cwd", "/"),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, close_fds=True)
+                                        stderr=subprocess.PIPE, close_fds=True)
             except (OSError, ValueError):
                 self._refuse(conn, f"cannot start MCP server {name}", True)
                 return
+            threading.Thread(target=_keep_stderr, args=(name, proc), daemon=True).start()
             relay = Relay(name, spec, conn, proc, self.log)
             out = threading.Thread(target=relay.server_to_client, daemon=True)
             out.start()
@@ -367,6 +376,23 @@ class Broker:
                 out.join(GRACE)
                 if not out.is_alive() and proc.stdout:
                     proc.stdout.close()
+
+
+def _keep_stderr(name: str, proc: subprocess.Popen) -> None:
+    """The first STDERR_KEPT bytes a server writes to stderr go to the broker's (the session's
+    broker.err, for `show --mcp`); the rest is read and dropped, so a server that logs whatever a
+    jail makes it log never fills the disk nor blocks on a full pipe."""
+    kept = 0
+    assert proc.stderr is not None
+    with proc.stderr:
+        while chunk := os.read(proc.stderr.fileno(), 65536):
+            if kept < STDERR_KEPT:
+                part = chunk[:STDERR_KEPT - kept]
+                kept += len(part)
+                try:
+                    os.write(2, f"[{name}] ".encode() + part)
+                except OSError:
+                    pass
 
 
 def serve_forever(listener_fd: int, servers: dict, log_path: str) -> None:

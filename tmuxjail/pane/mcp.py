@@ -20,6 +20,8 @@ STRICT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PASSED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")  # of the jail's own environment, to each server
 PR_SET_PDEATHSIG = 1
 LOG_NAME = "calls.jsonl"
+ERR_NAME = "broker.err"
+ERR_MAX = 1 << 20
 
 
 def session_dir(store: str, session_id: str) -> str:
@@ -79,7 +81,12 @@ def start(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> str:
         except FileNotFoundError:
             pass
         listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        listener.bind(path)
+        # A long state path does not fit sun_path: bound through the directory's fd.
+        dir_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            listener.bind(f"/proc/self/fd/{dir_fd}/{os.path.basename(path)}")
+        finally:
+            os.close(dir_fd)
         os.chmod(path, 0o600)
         listener.listen(16)
         table = servers(spec, policy, bwrap)
@@ -119,24 +126,54 @@ def _broker(listener: Any, table: dict[str, Any], log_path: str, path: str, pare
     from ..sandbox import libc
 
     libc.prctl(PR_SET_PDEATHSIG, _signal.SIGKILL, 0, 0, 0)
+    try:
+        # The launcher's end (it became bubblewrap), watched on a pidfd: the parent-death signal
+        # does not reach this process from a bubblewrap that runs in the jail's user namespace.
+        ended = os.pidfd_open(parent)
+    except OSError:
+        return
     if os.getppid() != parent:  # the launcher is already gone
         return
     os.setsid()  # not the pane's process group: tmux's signals to it are the jail's
     null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
+    for fd in (0, 1):
         os.dup2(null, fd)
-    keep = sorted({0, 1, 2, listener.fileno()})
+    # What goes wrong in the broker (a server that cannot start) is kept for `show --mcp`.
+    err = os.open(os.path.join(os.path.dirname(log_path), ERR_NAME),
+                  os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    if os.fstat(err).st_size > ERR_MAX:
+        os.ftruncate(err, 0)
+    os.dup2(err, 2)
+    fd = listener.detach()  # the broker's socket object owns it from here
+    keep = sorted({0, 1, 2, fd, ended})
     for lo, hi in zip(keep, [*keep[1:], 65536], strict=True):
         os.closerange(lo + 1, hi)
+    import threading
+
+    threading.Thread(target=_end_with, args=(ended, path), daemon=True).start()
     from ..net import broker
 
     try:
-        broker.serve_forever(listener.fileno(), table, log_path)
+        broker.serve_forever(fd, table, log_path)
     finally:
         try:
             os.unlink(path)
         except OSError:
             pass
+
+
+def _end_with(pidfd: int, path: str) -> None:
+    """When the launcher (bubblewrap) ends, this process group ends: the broker and the outer
+    bubblewrap of each server, whose inner one dies with it (--die-with-parent)."""
+    import select
+    import signal  # (the broker has loaded it: subprocess imports it)
+
+    select.select([pidfd], [], [])
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    os.killpg(0, signal.SIGKILL)
 
 
 def _sweep(directory: str) -> None:

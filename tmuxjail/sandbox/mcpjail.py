@@ -26,7 +26,7 @@ def argv(bwrap: str, command: str, args: list[str], read: list[str], network: st
     # bound already: bwrap cannot make a mount point inside a read-only bind (and a symlink
     # there, a venv's python, fails outright).
     binds = dict.fromkeys(read, "--ro-bind-try")
-    binds.setdefault(command, "--ro-bind")
+    binds[command] = "--ro-bind"
     for path in sorted(binds, key=lambda p: (p.rstrip("/").count("/"), p)):
         if not inside_any(path, SYSTEM) and not any(q != path and inside(path, q) for q in binds):
             out += [binds[path], path, path]
