@@ -352,3 +352,33 @@ def test_refusals_are_one_line_each(mcp_world):
         (env.config_dir / "config.toml").write_text(f"[mcp.w]\n{body}\n")
         assert words in refused("--mode", "isolated", "--mcp", "w")
     assert env.tmux("ls", check=False) == ""
+
+
+def test_verified_mode_needs_the_server_approved_by_its_digest(mcp_world):
+    env = mcp_world
+    env.run("revoke", "shell", check=True)
+    env.run("approve", "shell", "--yes", check=True)  # the profile, without the server
+    proc = env.run("start", "shell", "--mode", "verified", "--mcp", "t", "--detach", "--json")
+    err = json.loads(proc.stdout)
+    assert proc.returncode != 0 and "MCP server t" in err["error"] and "--mcp t" in err["hint"], proc.stdout
+    env.run("approve", "shell", "--yes", "--mcp", "t", check=True)
+    env.server.write_text(env.server.read_text() + "\n# a new build\n")  # its digest changes
+    proc = env.run("start", "shell", "--mode", "verified", "--mcp", "t", "--detach", "--json")
+    assert proc.returncode != 0 and "MCP server t" in json.loads(proc.stdout)["error"], proc.stdout
+    env.run("approve", "shell", "--yes", "--mcp", "t", check=True)
+    Jail(env, "verified", extra=("--mcp", "t"))
+
+
+def test_a_tool_name_with_terminal_escapes_is_shown_harmless(mcp_world):
+    env = mcp_world
+    jail = Jail(env, "isolated", extra=("--mcp", "t"))
+    (jail.ws / "esc.py").write_text(RAW.split("out = {}")[0] + textwrap.dedent("""
+        send(json.dumps({"server": "t"}).encode())
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": "x\\u001b]0;pwned\\u0007\\u001b[2J", "arguments": {}}}).encode())
+        print(json.dumps(answer(1)))
+    """))
+    got = run_in(jail, "esc.py")
+    assert got["error"]["code"] == -32602
+    text = env.run("show", "j", "--mcp", check=True).stdout
+    assert "\x1b" not in text and "\x07" not in text and "refused" in text

@@ -106,5 +106,5 @@ def mcp_text(rep: dict) -> str:
     if rep["agent_config"]:
         lines.append(f"MCP configuration the agent can write: {rep['agent_config']}")
     lines.append("tool calls:" if rep["counts"] else "tool calls: none logged")
-    lines += [f"  {n:5}  {k}" for k, n in sorted(rep["counts"].items())]
+    lines += [f"  {n:5}  {clean(k)}" for k, n in sorted(rep["counts"].items())]  # tool names are the jail's
     return "\n".join(lines)
