@@ -185,7 +185,11 @@ def mcp_world(jail_env):
 
 
 def write_config(env, tools: str = '["echo", "whoami"]') -> None:
-    read = json.dumps(sorted({sys.prefix, str(env.server.parent)}))
+    import mcp
+
+    # The venv, and where its `mcp` is (a venv whose .pth names another's site-packages: mutate.py).
+    site = os.path.dirname(os.path.dirname(mcp.__file__))
+    read = json.dumps(sorted({sys.prefix, site, str(env.server.parent)}))
     (env.config_dir / "config.toml").write_text(textwrap.dedent(f"""
         [mcp.t]
         command = "{env.server}"
