@@ -313,7 +313,14 @@ def test_the_broker_and_its_servers_end_with_the_jail(mcp_world, mode):
     env.tmux("send-keys", "-t", "=j:", f"{PYTHON} -I hold.py &", "Enter")
     wait_until(lambda: server_pids(env), 15, "the server behind a held connection")
     env.run("stop", "j", check=True)
-    wait_until(lambda: not broker_pids(env, sid) and not server_pids(env), 15, "the broker and server gone")
+    try:
+        wait_until(lambda: not broker_pids(env, sid) and not server_pids(env), 15, "the broker and server gone")
+    finally:  # what a broken guard left is not left to the next test
+        for pid in broker_pids(env, sid) + server_pids(env):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
 
 
 def test_a_changed_server_or_allowlist_refuses_resume_with_reason_mcp(mcp_world):
