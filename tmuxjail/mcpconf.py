@@ -20,7 +20,7 @@ import os
 import re
 import stat
 
-from .errors import ConfigError, UsageError
+from .errors import ConfigError, SandboxUnavailable, UsageError
 from .record import Record
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -155,3 +155,43 @@ def secrets(server: Server, environ: dict[str, str] | os._Environ[str]) -> dict[
                              hint=f"export {name}=... before `tmuxjail start`, or put it in the server's env_file")
         out[name] = environ[name]
     return out
+
+
+# Where the jail finds an interpreter for the MCP stub: under /usr, which every strict jail binds
+# read-only from the host (a python3 elsewhere, in a home or /opt, may not be in the jail).
+STUB_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+
+
+def stub_python() -> str:
+    for path in STUB_PYTHONS:
+        real = os.path.realpath(path)
+        if real.startswith("/usr/") and os.path.isfile(real) and os.access(real, os.X_OK):
+            return path
+    raise SandboxUnavailable("--mcp needs python3 in /usr/bin or /usr/local/bin: the jail runs the stub that "
+                             "connects the CLI to the session's MCP broker with it",
+                             hint="sudo apt-get install -y python3-minimal")
+
+
+def host_facts(servers: list[dict], declared: dict[str, Server], digest) -> list | None:
+    """What a policy's servers were resolved from, looked up again (the warm start): each one's
+    real command path, its stat identity (with `digest(path, key)`, the digest cache, still giving
+    the policy's sha256) and its read paths' real paths, and the stub's interpreter; None when one
+    is gone or changed (then the full resolution hashes and checks again)."""
+    out: list = []
+    for s in servers:
+        server = declared.get(s["name"])
+        if server is None:
+            return None
+        real = os.path.realpath(server.command)
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None
+        key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        if real != s["command"] or digest(real, tuple(key)) != s["sha256"]:
+            return None
+        out.append([s["name"], real, key, sorted({os.path.realpath(p) for p in server.read})])
+    try:
+        return [out, stub_python() if servers else ""]
+    except SandboxUnavailable:
+        return None

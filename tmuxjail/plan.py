@@ -56,22 +56,7 @@ def policy_request(r: StartRequest, mode: Mode, mcp: tuple[McpServer, ...] = ())
                           capabilities=tuple(r.capabilities), network=r.network,
                           allow_domains=tuple(r.allow_domains or ()),
                           worktree=(r.worktree["gitdir"], r.worktree["objects"]) if r.worktree else None,
-                          mcp=mcp, mcp_stub=stub_python() if mcp else "")
-
-
-# Where the jail finds an interpreter for the MCP stub: under /usr, which every strict jail binds
-# read-only from the host (a python3 elsewhere, in a home or /opt, may not be in the jail).
-STUB_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
-
-
-def stub_python() -> str:
-    for path in STUB_PYTHONS:
-        real = os.path.realpath(path)
-        if real.startswith("/usr/") and os.path.isfile(real) and os.access(real, os.X_OK):
-            return path
-    raise SandboxUnavailable("--mcp needs python3 in /usr/bin or /usr/local/bin: the jail runs the stub that "
-                             "connects the CLI to the session's MCP broker with it",
-                             hint="sudo apt-get install -y python3-minimal")
+                          mcp=mcp, mcp_stub=mcpconf.stub_python() if mcp else "")
 
 
 def mcp_servers(cfg: config_mod.Config, names: tuple[str, ...], cache) -> tuple[McpServer, ...]:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import tmuxjail
 
-from . import approvals, canon, facts, host, hostos, identity
+from . import approvals, canon, facts, host, hostos, identity, mcpconf
 from . import config as config_mod
 from .adapters import Adapter
 from .adapters import get as get_adapter
@@ -72,7 +72,6 @@ class WarmPlan(Record):
 
 def cacheable(opts: StartRequest) -> bool:
     return (opts.restriction is None and opts.candidate is None and opts.trace is None and not opts.dry_run
-            and not opts.mcp  # the servers' executables are hashed by the full resolution
             and opts.backend in (None, "bwrap") and not hostos.darwin())
 
 
@@ -176,6 +175,7 @@ def inputs(ctx: Context, opts: StartRequest, mode: Mode, cfg_digest: str, bwrap_
             "allow_domains": None if opts.allow_domains is None else list(opts.allow_domains),
             "backend": opts.backend,
             "worktree": [opts.worktree["gitdir"], opts.worktree["objects"]] if opts.worktree else None,
+            "mcp": list(opts.mcp),
         },
     }
 
@@ -254,6 +254,8 @@ def lookup(ctx: Context, key: str, opts: StartRequest, mode: Mode, cfg: Config,
         if not isinstance(data, dict) or canon.fingerprint(data) != fp:
             return None
         now = record(ctx, entry["lookup"], opts.provider, mode, cfg, opts.workspaces, adapter)
+        if now is not None and data.get("mcp"):  # the servers' commands: where, and still that digest
+            now["mcp"] = mcpconf.host_facts(data["mcp"], cfg.mcp, ctx.store.get_digest)
         if now is not None and now["stat"] != entry["record"].get("stat"):
             # A new CLI version (or a touched one): hashed in a thread while the full resolution loads.
             identity.hash_ahead([f for f, *_ in now["stat"]], ctx.store)
@@ -283,8 +285,13 @@ def full(ctx: Context, opts: StartRequest, mode: Mode, key: str | None, cfg_dige
         return out
     # Remembered only if no input changed while it ran, nor since this process loaded its code.
     rec = resolved_record(ctx, p)
-    if rec is None or cfg_digest != load_config(ctx.paths.config_file)[1]:
+    cfg, digest = load_config(ctx.paths.config_file)
+    if rec is None or cfg_digest != digest:
         return out
+    if p.policy.mcp:
+        rec["mcp"] = mcpconf.host_facts([s._asdict() for s in p.policy.mcp], cfg.mcp, ctx.store.get_digest)
+        if rec["mcp"] is None:
+            return out
     if key != key_of(ctx, opts, mode, cfg_digest, p.backend.path, p.unguarded):
         return out
     if not loaded_is_installed():

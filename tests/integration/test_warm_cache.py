@@ -536,3 +536,28 @@ def test_a_process_older_than_the_install_never_fills_the_cache(world, monkeypat
                           check=True, env=dict(os.environ, **world.vars))
     fresh = json.loads(proc.stdout)
     assert fresh["fingerprint"] == fresh["full"], "a fresh start took the stale process's policy from the cache"
+
+
+def test_an_mcp_start_is_warm_until_its_server_or_its_config_changes(world):
+    """A start with --mcp reuses its policy while the server's command is the very file that was
+    hashed; a new build (or a changed allowlist) is a miss, and the policy names the new digest."""
+    import hashlib
+
+    server = world.root / "srv" / "server"
+    server.parent.mkdir()
+    server.write_text("#!/bin/sh\necho one\n")
+    server.chmod(0o755)
+    world.write_config(f'[mcp.s]\ncommand = "{server}"\ntools = ["a"]\n')
+    opts = StartRequest("codex", mode="isolated", mcp=("s",))
+    first = world.warm(opts)
+    assert not first.hit and first.policy.mcp[0].sha256.endswith(hashlib.sha256(server.read_bytes()).hexdigest())
+    again = world.warm(opts)
+    assert again.hit and again.policy == first.policy
+    server.write_text("#!/bin/sh\necho two\n")  # a new build, same path
+    rebuilt = world.warm(opts)
+    assert not rebuilt.hit
+    assert rebuilt.policy.mcp[0].sha256.endswith(hashlib.sha256(server.read_bytes()).hexdigest())
+    world.write_config(f'[mcp.s]\ncommand = "{server}"\ntools = ["a", "b"]\n')
+    narrowed = world.warm(opts)
+    assert not narrowed.hit and narrowed.policy.mcp[0].tools == ("a", "b")
+    assert world.warm(StartRequest("codex", mode="isolated")).policy.mcp == ()
