@@ -38,6 +38,8 @@ def _status_text(d: dict) -> str:
         out += f"!audit({d['audit']})"
     if d.get("denied"):  # the proxy refused something: `show NAME --network` says what, and the fix
         out += f"!denied({d['denied']})"
+    if d.get("mcp_refused"):  # the MCP broker refused tool calls: `show NAME --mcp` says which
+        out += f"!mcp-refused({d['mcp_refused']})"
     return out
 
 

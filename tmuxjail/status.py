@@ -26,6 +26,8 @@ from .context import server_of
 from .errors import TmuxjailError
 from .net.listen import session_dir
 from .net.record import totals
+from .pane.mcp import LOG_NAME as MCP_LOG
+from .pane.mcp import session_dir as mcp_dir
 from .pane.command import kind
 from .subpath import inside
 from .tmux import default_socket
@@ -95,6 +97,7 @@ def rows(ctx, include_stopped: bool = False, check=None, activity: bool = True,
         out += got
     _audits(ctx, out)
     _denied(ctx, out)
+    _mcp_calls(ctx, out)
     if check is not None:
         _check(ctx, records, out, check)
     if activity:
@@ -265,6 +268,26 @@ def _denied(ctx, out: list[dict]) -> None:
             n = totals(session_dir(str(ctx.paths.store), d["id"])).get("denied", 0)
             if n:
                 d["denied"] = n
+
+
+def _mcp_calls(ctx, out: list[dict]) -> None:
+    """`mcp_calls` and `mcp_refused`: the tool calls the session's MCP brokers logged (their call
+    log, read as bytes: at most two files of a MiB each)."""
+    for d in out:
+        if d["kind"] != "agent":
+            continue
+        base = os.path.join(mcp_dir(str(ctx.paths.store), d["id"]), MCP_LOG)
+        calls = refused = 0
+        for path in (base + ".1", base):
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(2 << 20)
+            except OSError:
+                continue
+            calls += data.count(b"\n")
+            refused += data.count(b'"decision": "refused"') + data.count(b'"decision":"refused"')
+        if calls:
+            d["mcp_calls"], d["mcp_refused"] = calls, refused
 
 
 def _activity(tmux, out: list[dict]) -> None:

@@ -237,6 +237,9 @@ def test_allowed_tool_works_hidden_tool_is_absent_and_refused_and_the_secret_sta
     assert rep["counts"] == {"t whoami allowed": 1, "t echo allowed": 1, "t secret_tool refused": 1}
     log = next(env.state_dir.glob("mcp/*/calls.jsonl")).read_text()
     assert ARG_MARK not in log and env.secret not in log
+    row = next(r for r in env.json("list") if r["name"] == "j")
+    assert (row["mcp_calls"], row["mcp_refused"]) == (3, 1)
+    assert "!mcp-refused(1)" in env.run("list", check=True).stdout
 
 
 @pytest.mark.parametrize("mode", STRICT)
