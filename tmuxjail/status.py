@@ -26,9 +26,9 @@ from .context import server_of
 from .errors import TmuxjailError
 from .net.listen import session_dir
 from .net.record import totals
+from .pane.command import kind
 from .pane.mcp import LOG_NAME as MCP_LOG
 from .pane.mcp import session_dir as mcp_dir
-from .pane.command import kind
 from .subpath import inside
 from .tmux import default_socket
 
