@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .firstscreen import firstscreen
+from .mcp import mcp_broker
 from .results import Results
 from .targets import warm_path
 from .timing import Timed, find_srt, importtime, time_any, time_cmd, time_until_ready, vmrss_kb
@@ -827,5 +828,5 @@ def worktrees(b: Bench) -> None:
 
 PARTS: dict[str, Callable[[Bench], None]] = {
     "start": start, "limits": limits, "bigopt": big_opt, "bigws": big_workspace, "warmpath": warm_path, "launcher": launcher, "failure": failure, "identity": identity, "list": list_sessions,
-    "cli": cli, "work": work, "firstscreen": firstscreen, "worktree": worktrees,
+    "cli": cli, "work": work, "firstscreen": firstscreen, "worktree": worktrees, "mcp": mcp_broker,
 }

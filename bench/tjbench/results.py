@@ -47,6 +47,14 @@ class Row:
         self.baselines.append({"name": label, "check": f"{of - failed}/{of} runs", "note": note,
                                "verdict": "PASS" if failed == 0 and of else "MISS"})
 
+    def added_target(self, limit: float, label: str) -> None:
+        """What the median adds to the last baseline's median, against a limit in the row's unit."""
+        b = self.baselines[-1] if self.baselines else {}
+        m, bm = self.data.get("median"), b.get("data", {}).get("median")
+        added = None if m is None or bm is None else m - bm
+        self.baselines.append({"name": label, "added": added, "limit": limit, "note": f"median − median of {b.get('name')}",
+                               "verdict": None if added is None else ("PASS" if added <= limit else "MISS")})
+
     def absolute_target(self, limit: float, label: str) -> None:
         m = self.data.get("max")
         self.baselines.append({"name": label, "absolute": limit, "note": "max over runs",
@@ -97,6 +105,9 @@ def _cells(r: Row, width: int) -> list[list[str]]:
             lines.append(lead + [b["name"], b["skipped"], "", "", ""])
         elif "check" in b:
             lines.append(lead + [b["name"], b["check"], "", "", b["verdict"]])
+        elif "added" in b:
+            lines.append(lead + [b["name"], fmt(b["added"], r.unit), "", f"≤ {fmt(b['limit'], r.unit)}",
+                                 b["verdict"] or "-"])
         elif "absolute" in b:
             lines.append(lead + ["(absolute)", "", "", f"≤ {b['absolute']:g} {r.unit}", b["verdict"] or "-"])
         else:

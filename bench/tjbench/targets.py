@@ -30,6 +30,7 @@ class Target:
     baseline: str | None  # a piece of the baseline's name; None = the row's max against `limit`
     limit: float
     per_row: str = ""  # "before"/"after": one line per row, labelled by its name before/after the first ": "
+    added: bool = False  # the row's median minus the baseline's, against `limit` (in the row's unit)
 
 
 TARGETS = (
@@ -48,6 +49,11 @@ TARGETS = (
     Target("32", "start --worktree vs git worktree add + start", "worktree", "start --worktree", "git worktree add",
            1.3, "after"),
     Target("32", "land of 100 commits vs git merge", "worktree", "tmuxjail land", "git merge", 2.0),
+    Target("31", "MCP tools/call through stub and broker vs the server directly over stdio", "mcp", "tools/call",
+           "directly over stdio", 1.5),
+    Target("31", "MCP tools/call: time stub and broker add", "mcp", "tools/call", "directly over stdio", 0.005,
+           added=True),
+    Target("31", "start with one MCP server attached vs none", "mcp", "--mcp t → ready", "without --mcp (warm", 1.15),
 )
 
 
@@ -57,7 +63,7 @@ def _rows(results: Results, t: Target) -> list[Row]:
 
 def _line(t: Target, r: Row | None, why: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {"item": t.item, "target": t.what, "row": r.name if r else None, "limit": t.limit,
-                           "absolute": t.baseline is None, "unit": r.unit if r else "", "measured": None,
+                           "absolute": t.baseline is None, "added": t.added, "unit": r.unit if r else "", "measured": None,
                            "baseline": None, "baseline_name": None, "ratio": None, "verdict": None, "why": why}
     if r is None or why:
         return out
@@ -84,6 +90,11 @@ def _line(t: Target, r: Row | None, why: str = "") -> dict[str, Any]:
         out.update(baseline_name=b["name"], why=b["skipped"])
     else:
         bm = b["data"].get("median")
+        if t.added:
+            added = None if bm is None else out["measured"] - bm
+            out.update(measured=added, baseline=bm, baseline_name=b["name"],
+                       verdict=None if added is None else ("PASS" if added <= t.limit else "MISS"))
+            return out
         ratio = out["measured"] / bm if bm else None
         out.update(baseline=bm, baseline_name=b["name"], ratio=ratio,
                    verdict=None if ratio is None else ("PASS" if ratio <= t.limit else "MISS"))
@@ -103,6 +114,8 @@ def evaluate(results: Results) -> list[dict[str, Any]]:
 
 
 def _limit(x: dict[str, Any]) -> str:
+    if x.get("added"):
+        return f"≤ {fmt(x['limit'], x['unit'] or 's')} added"
     if x["absolute"]:
         return f"≤ {x['limit']:g}" + (" s" if x["unit"] == "s" else "")
     return f"≤ {x['limit']:g}×"
@@ -110,7 +123,11 @@ def _limit(x: dict[str, Any]) -> str:
 
 def _cells(x: dict[str, Any]) -> list[str]:
     what = x["target"]
-    if x["absolute"]:
+    if x.get("added"):
+        measured, base, ratio = fmt(x["measured"], x["unit"]), fmt(x["baseline"], x["unit"]), ""
+        if x["measured"] is not None:
+            measured += " added"
+    elif x["absolute"]:
         measured = fmt(x["measured"], x["unit"])
         if x["measured"] is not None:
             measured += " (max)" if x["unit"] == "s" else " modules"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_until
+from mcpkit import SERVER
 from test_escapes import Jail
 
 pytestmark = pytest.mark.adversarial
@@ -29,26 +30,7 @@ STRICT = ("isolated", "verified")
 PYTHON = os.path.realpath(sys.executable)  # the venv's interpreter: the same in the jail (/usr)
 ARG_MARK = "argument-marker-5e1b"
 
-SERVER = textwrap.dedent("""
-    import hashlib, os
-    from mcp.server.mcpserver import MCPServer
 
-    app = MCPServer("t")
-
-    @app.tool()
-    def echo(text: str) -> str:
-        return text
-
-    @app.tool()
-    def whoami() -> str:
-        return hashlib.sha256(os.environ.get("MCP_TEST_SECRET", "").encode()).hexdigest()
-
-    @app.tool()
-    def secret_tool() -> str:
-        return "the hidden tool ran"
-
-    app.run()
-""")
 
 # Run in the jail: the SDK's client starts the stub named by tmuxjail's config for server NAME.
 CLIENT = textwrap.dedent("""
@@ -113,14 +95,14 @@ RAW = textwrap.dedent("""
     send(b"[1, 2]"); out["array"] = line()["error"]["code"]
     send(b"x" * (3 << 20)); out["huge"] = line()["error"]["code"]
     import threading
-    flood = b"".join(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "ping"}).encode() + b"\\n" for i in range(1000))
+    flood = b"".join(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "ping"}).encode() + b"\\n" for i in range(3000))
     threading.Thread(target=s.sendall, args=(flood,), daemon=True).start()
     codes, seen = {}, set()
-    while len(seen) < 1000:  # in any order: the broker's refusals overtake the server's answers
+    while len(seen) < 3000:  # in any order: the broker's refusals overtake the server's answers
         m = line()
         if m is None:
             break
-        if isinstance(m.get("id"), int) and 100 <= m["id"] < 1100 and m["id"] not in seen:
+        if isinstance(m.get("id"), int) and 100 <= m["id"] < 3100 and m["id"] not in seen:
             seen.add(m["id"])
             k = "ok" if "result" in m else str(m["error"]["code"])
             codes[k] = codes.get(k, 0) + 1
@@ -173,7 +155,7 @@ def mcp_world(jail_env):
     server.write_text(f"#!{os.path.abspath(sys.executable)}\n" + SERVER)
     server.chmod(0o755)
     env.secret = "mcp-secret-" + secrets.token_hex(8)
-    env.vars["MCP_TEST_SECRET"] = env.secret
+    env.vars["SECRET"] = env.secret
     env.server = server
     env.config_dir.mkdir(parents=True, exist_ok=True)
     write_config(env)
@@ -193,7 +175,7 @@ def write_config(env, tools: str = '["echo", "whoami"]') -> None:
     (env.config_dir / "config.toml").write_text(textwrap.dedent(f"""
         [mcp.t]
         command = "{env.server}"
-        env = ["MCP_TEST_SECRET"]
+        env = ["SECRET"]
         read = {read}
         network = "none"
         tools = {tools}
@@ -350,9 +332,9 @@ def test_refusals_are_one_line_each(mcp_world):
 
     assert "needs isolated or verified" in refused("--mode", "compatibility", "--mcp", "t")
     assert "no MCP server 'nope'" in refused("--mode", "isolated", "--mcp", "nope")
-    secret = env.vars.pop("MCP_TEST_SECRET")
-    assert "MCP_TEST_SECRET is not set" in refused("--mode", "isolated", "--mcp", "t")
-    env.vars["MCP_TEST_SECRET"] = secret
+    secret = env.vars.pop("SECRET")
+    assert "SECRET is not set" in refused("--mode", "isolated", "--mcp", "t")
+    env.vars["SECRET"] = secret
     # A server the agent could rewrite (in the workspace) is never run outside the jail.
     inside = env.ws / "srv.py"
     shutil.copy(env.server, inside)

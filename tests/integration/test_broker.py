@@ -4,6 +4,7 @@ through the in-jail stub (net/stub.py), or over a raw socket for what no SDK sen
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -11,12 +12,12 @@ import socket
 import stat
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from mcpkit import SERVER
 
 from tmuxjail.net import broker, stub
 from tmuxjail.sandbox import mcpjail
@@ -26,30 +27,7 @@ SECRET = "s3cret-token-4f9a1c"
 ARG_MARK = "argument-marker-7d2e"
 HOME = "/home/mcpserver"
 
-SERVER = textwrap.dedent("""
-    import os
-    from mcp.server.mcpserver import MCPServer
 
-    app = MCPServer("test")
-
-    @app.tool()
-    def echo(text: str) -> str:
-        return text
-
-    @app.tool()
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    @app.tool()
-    def secret_tool() -> str:
-        return "the hidden tool ran"
-
-    @app.tool()
-    def whoami() -> str:
-        return os.environ.get("SECRET", "")
-
-    app.run()
-""")
 
 def children(name: str) -> list[int]:
     """This process's children whose command is `name`."""
@@ -253,7 +231,7 @@ def test_the_server_gets_its_secret_outside_its_argv_and_is_reaped_after(running
             return result
 
     result = anyio.run(session)
-    assert result.content[0].text == SECRET
+    assert result.content[0].text == hashlib.sha256(SECRET.encode()).hexdigest()
     assert len(seen["bwrap"]) == 1 and len(seen["tree"]) >= 2  # bwrap and the server under it
     assert all(SECRET.encode() not in c for c in seen["cmdlines"])
     assert any(b"server.py" in c for c in seen["cmdlines"])
