@@ -73,6 +73,10 @@ class Adapter(Record):
     state_empty: dict[str, str] = {}  # noqa: RUF012 - read only
     conversation: Conversation | None = None  # the id is learned after the start (else assigned, or none)
     takes_mcp: bool = False  # mcp_args delivers the session's MCP servers (docs/mcp.md)
+    # `tmuxjail login`: the files (relative to HOME, as the jail lays the CLI's state out) that hold
+    # its login, the only ones kept in the credentials store; and the arguments that run its login.
+    credential_files: tuple[str, ...] = ()
+    login_args: tuple[str, ...] = ()
 
     def own_sandbox_off(self, exe: list[str], mode: Mode, backend: str) -> list[str]:
         """exe, plus the switches that turn the CLI's own sandbox off in a strict bwrap jail (the

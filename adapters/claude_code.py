@@ -86,6 +86,7 @@ class ClaudeCode(Adapter):
 ADAPTER = ClaudeCode(
     provider="claude-code",
     takes_mcp=True,
+    credential_files=(".claude/.credentials.json",),  # its first screen signs in
     home_env={"CLAUDE_CONFIG_DIR": ".claude"},
     home_dirs=(".claude", ".claude/tmp"),
     # settings.json: hooks, statusLine, apiKeyHelper, env, permissions, enabledPlugins; commands/

@@ -49,7 +49,8 @@ class Codex(Adapter):
         return ["sandbox", "-c", 'sandbox_mode="workspace-write"', "--", "/bin/sh", probe, out]
 
 
-ADAPTER = Codex(provider="codex", takes_mcp=True, home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",),
+ADAPTER = Codex(provider="codex", takes_mcp=True, credential_files=(".codex/auth.json",), login_args=("login",),
+                home_env={"CODEX_HOME": ".codex"}, home_dirs=(".codex",),
                 # config.toml: notify, mcp_servers, hooks, profiles, model_providers, shell
                 # environment; hooks.json: hooks; .env: loaded into codex's own environment, which
                 # its tools inherit; rules/: commands it then runs without asking; plugins/: MCP

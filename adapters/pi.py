@@ -25,7 +25,8 @@ class Pi(Adapter):
         return self.start_argv(exe, native_id, [], home, cwd)
 
 
-ADAPTER = Pi(provider="pi", home_env={"PI_CODING_AGENT_DIR": ".pi/agent"}, home_dirs=(".pi/agent",),
+ADAPTER = Pi(provider="pi", credential_files=(".pi/agent/auth.json",),  # /login in its first screen
+             home_env={"PI_CODING_AGENT_DIR": ".pi/agent"}, home_dirs=(".pi/agent",),
              # models.json: an apiKey "!cmd" is run by the shell; extensions/: code pi loads; bin/:
              # the fd and rg pi runs; tools/: where older pis kept them (0.73.1 moves a tools/fd or
              # tools/rg into bin/). Pi does not write them: read-only. (Not the legacy hooks/ and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .net.policy import DOMAIN_ITEM, MCP_ITEM, is_domain_item
+from .net.policy import CREDENTIALS_ITEM, DOMAIN_ITEM, MCP_ITEM, is_domain_item
 
 TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ def label(profile: Profile, item: str) -> str:
     """A capability's label; an extra domain (verified mode) is an approval item of its own."""
     if is_domain_item(item):
         return f"Reach {item[len(DOMAIN_ITEM):]} through the proxy"
+    if item == CREDENTIALS_ITEM:
+        return f"Use the {profile.display_name} login kept by `tmuxjail login` (its credential files only)"
     if item.startswith(MCP_ITEM):
         name, _, digest = item[len(MCP_ITEM):].partition("@")
         return f"Use the MCP server {name} (its command {digest[:19]}…) through the session's broker"
@@ -80,6 +82,7 @@ def fix_command(provider: str, caps: Iterable[str], baseline: Iterable[str]) -> 
     return " ".join(["tmuxjail approve", provider,
                      *(f"--allow-domain {c[len(DOMAIN_ITEM):]}" if is_domain_item(c)
                        else f"--mcp {c[len(MCP_ITEM):].partition('@')[0]}" if c.startswith(MCP_ITEM)
+                       else "--credentials" if c == CREDENTIALS_ITEM
                        else f"--capability {c}" for c in extra)])
 
 
@@ -90,8 +93,8 @@ def describe(profile: Profile, identity: Record, caps: Iterable[str], details: b
         if is_domain_item(cid):
             lines.append(f"  - {label(profile, cid)}   [added domain]")
             continue
-        if cid.startswith(MCP_ITEM):
-            lines.append(f"  - {label(profile, cid)}   [MCP server]")
+        if cid.startswith(MCP_ITEM) or cid == CREDENTIALS_ITEM:
+            lines.append(f"  - {label(profile, cid)}   [{'MCP server' if cid != CREDENTIALS_ITEM else 'login'}]")
             continue
         cap = profile.capabilities[cid]
         lines.append(f"  - {cap.label}" + ("   [unverified]" if cap.unverified else ""))

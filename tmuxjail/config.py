@@ -110,6 +110,7 @@ class Config(Record):
     allowed_modes: tuple[str, ...] = MODES
     allow_unguarded_compatibility: bool = False
     executables: dict[str, str] = {}  # noqa: RUF012 - read only
+    credentials: tuple[str, ...] = ()  # providers whose strict sessions get their stored login
     accept_missing_guards: tuple[str, ...] = ()
     source: str = "(defaults)"
     limits: dict[str, Any] = {}  # noqa: RUF012 - overrides of effective.Limits, by field name; read only
@@ -281,14 +282,21 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
     if not isinstance(accept, list) or any(not isinstance(x, str) for x in accept):
         raise ConfigError(f"{source}: accept_missing_guards: must be a list of guard names")
     executables: dict[str, str] = {}
+    credentials: list[str] = []
     providers = raw.get("providers", {})
     if not isinstance(providers, dict):
         raise ConfigError(f"{source}: providers: must be a table")
     for name, body in providers.items():
         if name not in PROVIDERS:
             raise ConfigError(f"{source}: providers.{name}: unknown provider (known: {', '.join(PROVIDERS)})")
-        if not isinstance(body, dict) or set(body) - {"executable"}:
-            raise ConfigError(f"{source}: providers.{name}: only 'executable' may be set")
+        if not isinstance(body, dict) or set(body) - {"executable", "credentials"}:
+            raise ConfigError(f"{source}: providers.{name}: only 'executable' and 'credentials' may be set")
+        creds = body.get("credentials", False)
+        if not isinstance(creds, bool):
+            raise ConfigError(f"{source}: providers.{name}.credentials: must be true or false (true: strict sessions "
+                              "get the login `tmuxjail login` kept)")
+        if creds:
+            credentials.append(name)
         exe = body.get("executable")
         if exe is not None:
             if not isinstance(exe, str) or not (exe.startswith(("/", "~/"))):
@@ -307,6 +315,7 @@ def parse(text: str, source: str, env_allowed: str | None = None, env_network: s
         allowed_modes=tuple(m for m in MODES if m in allowed),
         allow_unguarded_compatibility=unguarded,
         executables=executables,
+        credentials=tuple(sorted(credentials)),
         accept_missing_guards=tuple(accept),
         source=source,
         env_network=env_network or None,

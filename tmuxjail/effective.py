@@ -9,6 +9,7 @@ from __future__ import annotations
 from .net.check import check_patterns
 from .record import Record
 from .registry import Mode
+from .subpath import below
 
 TYPE_CHECKING = False  # typing is not imported at run time (record.py says why)
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ SCHEMA = 1  # Policy.schema_version
 JAIL_GITDIR = "/run/tmuxjail/worktree/git"
 JAIL_OBJECTS = "/run/tmuxjail/worktree/objects"
 DROPPED_EMPTY = ("allow_domains", "resolve", "state_guards", "state_copies", "state_audit", "worktree", "mcp",
-                 "mcp_stub")
+                 "mcp_stub", "credentials")
 
 
 def never_passed(name: str) -> bool:
@@ -153,6 +154,9 @@ class Policy(Record):
     # and the interpreter inside the jail that runs the stub the CLI starts for each (net/stub.py).
     mcp: tuple[McpServer, ...] = ()
     mcp_stub: str = ""
+    # (a file of the credentials store, where the CLI reads it in the jail's home): `tmuxjail
+    # login`'s files, bound writable one by one (a refreshed token reaches the store), strict only.
+    credentials: tuple[tuple[str, str], ...] = ()
 
     def checked(self) -> Policy:
         """This policy with its invariants checked (ValueError if one does not hold)."""
@@ -166,6 +170,9 @@ class Policy(Record):
         if self.mcp and (not self.mode.strict or not self.mcp_stub.startswith("/")
                          or not all(s.command.startswith("/") for s in self.mcp)):
             raise ValueError("mcp: absolute commands and stub, in a strict mode only")
+        if self.credentials and (not self.mode.strict or not all(
+                s.startswith("/") and below(d, self.home) for s, d in self.credentials)):
+            raise ValueError("credentials: store files bound below the home, in a strict mode only")
         return self._replace(allow_domains=check_patterns(self.allow_domains, "allow_domains"))
 
     def to_data(self) -> dict[str, Any]:
@@ -197,6 +204,7 @@ class Policy(Record):
             state_copies=tuple((str(h), str(c)) for h, c in data.get("state_copies", ())),
             state_audit=strs("state_audit"), worktree=strs("worktree"),
             mcp=tuple(McpServer.from_data(m) for m in data.get("mcp", ())), mcp_stub=str(data.get("mcp_stub", "")),
+            credentials=tuple((str(s), str(d)) for s, d in data.get("credentials", ())),
         ).checked()
 
 

@@ -57,6 +57,11 @@ class Paths(namedtuple("_Paths", "home config_dir state_dir data_dir")):
         one set per private-home key: what the jail writes there never reaches the host's CLI."""
         return self.data_dir / "state-copies" / self.private_home(provider, env_name, workspace).relative_to(self.homes)
 
+    def credentials(self, provider: str) -> Path:
+        """The credentials store of one provider (`tmuxjail login`): its credential files, under
+        the state directory, which no jail sees; a session gets only the files, bound one by one."""
+        return self.state_dir / "credentials" / provider
+
     def own_dirs(self) -> tuple[Path, ...]:
         return (self.config_dir, self.state_dir, self.data_dir)
 

@@ -26,7 +26,7 @@ from .facts import HostFacts
 from .model import Mode, Profile
 from .net.policy import approval_items
 from .policy import Facts
-from .request import StartRequest, canonical_workspaces, check_env_name, mode_of
+from .request import LOGIN_ENV, StartRequest, canonical_workspaces, check_env_name, mode_of
 from .sandbox import bwrap
 
 if TYPE_CHECKING:
@@ -49,14 +49,26 @@ class Plan:
     host: HostFacts  # the host facts among them, as gathered (warm.py records them with the policy)
 
 
-def policy_request(r: StartRequest, mode: Mode, mcp: tuple[McpServer, ...] = ()) -> policy.Request:
+def policy_request(r: StartRequest, mode: Mode, mcp: tuple[McpServer, ...] = (),
+                   credentials: tuple[tuple[str, str], ...] = ()) -> policy.Request:
     """What of a start request reaches the policy (mode: resolved from the config's default;
     mcp: its --mcp servers as mcp_servers found them)."""
     return policy.Request(provider=r.provider, mode=mode, workspaces=r.workspaces, env_name=r.env_name,
                           capabilities=tuple(r.capabilities), network=r.network,
                           allow_domains=tuple(r.allow_domains or ()),
                           worktree=(r.worktree["gitdir"], r.worktree["objects"]) if r.worktree else None,
-                          mcp=mcp, mcp_stub=mcpconf.stub_python() if mcp else "")
+                          mcp=mcp, mcp_stub=mcpconf.stub_python() if mcp else "", credentials=credentials)
+
+
+def stored_credentials(p, adapter: Adapter, home: str) -> tuple[tuple[str, str], ...]:
+    """The provider's login files the credentials store holds today (regular files, not links),
+    each with where the CLI reads it in the jail's home (`tmuxjail login`)."""
+    out = []
+    for rel in adapter.credential_files:
+        path = p.credentials(adapter.provider) / rel
+        if path.is_file() and not path.is_symlink():
+            out.append((str(path), f"{home}/{rel}"))
+    return tuple(out)
 
 
 def mcp_servers(cfg: config_mod.Config, names: tuple[str, ...], cache) -> tuple[McpServer, ...]:
@@ -106,7 +118,9 @@ def resolve(ctx: Context, request: StartRequest, gate: bool = True) -> Plan:
             f"the workspace is too large to find every .git and other guarded path in it ({found.guards.capped})",
             hint="start on a narrower --workspace (docs/workspace-trust.md, \"Limits\")")
     resolved = identity.identify(found.at, store)
-    req = policy_request(request, mode, mcp_servers(cfg, request.mcp, store) if request.mcp else ())
+    creds = (stored_credentials(p, adapter, home)
+             if provider in cfg.credentials and mode.strict and env_name != LOGIN_ENV else ())
+    req = policy_request(request, mode, mcp_servers(cfg, request.mcp, store) if request.mcp else (), creds)
     facts = policy.Facts(
         home=home, uid=os.getuid(), user=found.user, login_shell=found.login_shell,
         own_dirs=tuple(str(d) for d in p.own_dirs()), config_dir=str(p.config_dir),

@@ -50,7 +50,7 @@ REASONS = {
     "resolve": "network", "state_guards": "provider-state", "state_copies": "provider-state",
     "state_audit": "provider-state",
     "backend": "backend", "hidden": "backend", "schema_version": "backend", "limits": "limits",
-    "worktree": "workspace", "mcp": "mcp", "mcp_stub": "mcp",
+    "worktree": "workspace", "mcp": "mcp", "mcp_stub": "mcp", "credentials": "home",
 }
 
 
@@ -66,6 +66,7 @@ class Request:
     worktree: tuple[str, str] | None = None  # --worktree: (its git directory, the repository's objects)
     mcp: tuple[McpServer, ...] = ()  # --mcp: the servers as plan.mcp_servers found them (hashed)
     mcp_stub: str = ""  # the interpreter the jail runs the MCP stub with (plan.stub_python)
+    credentials: tuple[tuple[str, str], ...] = ()  # the stored login's files (plan.stored_credentials)
 
 
 @dataclass(frozen=True)
@@ -330,7 +331,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
         state_copies=copies,
         state_audit=audited,
         worktree=tuple(req.worktree or ()),
-        mcp=req.mcp, mcp_stub=req.mcp_stub,
+        mcp=req.mcp, mcp_stub=req.mcp_stub, credentials=req.credentials if mode.strict else (),
     ).checked()
 
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .config import Config
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+# The private home of `tmuxjail login`'s own jail: never given the stored login (it makes it).
+LOGIN_ENV = "tmuxjail-login"
 
 
 class StartRequest(Record):

@@ -176,6 +176,9 @@ def inputs(ctx: Context, opts: StartRequest, mode: Mode, cfg_digest: str, bwrap_
             "backend": opts.backend,
             "worktree": [opts.worktree["gitdir"], opts.worktree["objects"]] if opts.worktree else None,
             "mcp": list(opts.mcp),
+            # which login files the credentials store holds (`tmuxjail login` adds them)
+            "credentials": [os.path.isfile(p.credentials(opts.provider) / rel)
+                            for rel in get_adapter(opts.provider).credential_files],
         },
     }
 

@@ -2,6 +2,12 @@
 # Stand-in provider CLI: reports what it sees into the workspace, then waits like a real TUI.
 # Options (after tmuxjail's `--`): --outside PATH (try to write there), --secret PATH (try to read).
 name=$(basename "$0")
+case "$name $* " in
+  # `codex login`: a login, as the real one keeps it, and the CLI ends (tmuxjail login).
+  "codex "*" login "*)
+    mkdir -p "${CODEX_HOME:-$HOME/.codex}" && printf '{"OPENAI_API_KEY":"sk-standin-login"}\n' > "${CODEX_HOME:-$HOME/.codex}/auth.json"
+    exit 0;;
+esac
 out="$PWD/.standin-$name.report"
 outside=""; secret=""; conv=""; convfile=""
 args="$*"
@@ -55,6 +61,7 @@ fi
   fi
   sed 's/^/persisted: /' "$HOME/.standin-persist-$name" 2>/dev/null
   echo run >> "$HOME/.standin-persist-$name" 2>/dev/null
+  echo "auth: $(cat "${CODEX_HOME:-$HOME/.codex}/auth.json" 2>/dev/null)"
   echo "done"
 } > "$out.tmp" 2>&1
 mv "$out.tmp" "$out"

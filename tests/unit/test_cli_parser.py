@@ -17,6 +17,7 @@ LINES = [
     ["shell", "app", "--detach"], ["audit", "app", "--all"], ["menu", "_start", "codex", "isolated", "-c", "c"],
     ["doctor", "--json"], ["profiles", "show", "codex", "--details"], ["approve", "codex", "--capability", "x", "--yes"],
     ["approve", "codex", "--candidate", "c-1"], ["approvals", "--all"], ["revoke", "codex"],
+    ["login", "codex", "--json"], ["logout", "codex"],
     ["certify", "codex", "--mode", "isolated"], ["preflight", "codex", "--mode", "verified", "--json"],
     ["discover", "show", "codex-app-1", "--json"],
     ["attach", "app", "--json"], ["rename", "a", "b"], ["stop", "--all", "--workspace", "/w"],

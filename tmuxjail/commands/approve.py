@@ -17,6 +17,8 @@ from .table import ALL, ALLOW_DOMAIN, CANDIDATE, CAPABILITY, JSON, Arg, declares
                                             "declare (repeatable)"),
           Arg("--mcp", action="append", default=[], metavar="NAME",
               help="the config's MCP server [mcp.NAME], bound to its command's digest today (repeatable)"),
+          Arg("--credentials", action="store_true",
+              help="the login `tmuxjail login PROVIDER` kept (with [providers.NAME] credentials = true)"),
           Arg("--yes", action="store_true", help="do not ask (for scripts that already reviewed it)"),
           Arg("--details", action="store_true", help="also show paths, env names and hosts"),
           CANDIDATE.but(help="approve a discovery's candidate profile (shows the diff; a terminal must confirm; no --yes)"),
@@ -24,7 +26,8 @@ from .table import ALL, ALLOW_DOMAIN, CANDIDATE, CAPABILITY, JSON, Arg, declares
 def run(call: Call) -> Result:
     a, ctx = call.args, call.ctx
     log.setup(ctx.paths.log_file, call.opt("verbose", False))
-    row = ask_and_record(ctx, a.provider, a.capability, a.yes, a.details, call.json, a.allow_domain, a.mcp)
+    row = ask_and_record(ctx, a.provider, a.capability, a.yes, a.details, call.json, a.allow_domain, a.mcp,
+                         a.credentials)
     if row is None:
         return Result(None, None, code=1)
     return Result(row, f"approved ({row['id']})")

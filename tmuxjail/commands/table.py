@@ -164,6 +164,9 @@ VERBS = (
     Verb("doctor", "doctor:run", "check what works here, and print the command that fixes the rest"),
     Verb("completion", "completion:run", "print a shell completion script: eval \"$(tmuxjail completion bash)\""),
     Verb("profiles", "profiles:run", "list, show or check the provider profiles"),
+    Verb("login", "login:run", "sign in to a CLI once, in a jail of its own; only its credential files are kept, "
+         "where no jail sees them"),
+    Verb("logout", "login:run_logout", "remove a CLI's kept login"),
     Verb("approve", "approve:run",
          "approve a provider's capabilities for verified mode (shows exactly what, then records it)"),
     Verb("approvals", "approve:approvals_", "list recorded approvals"),

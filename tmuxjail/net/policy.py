@@ -92,7 +92,11 @@ def approval_items(profile, policy: dict) -> tuple[str, ...]:
     per domain added beyond what they declare (verified mode)."""
     caps = tuple(policy["capabilities"])
     extra = extra_domains(tuple(policy.get("allow_domains", ())), declared(profile, caps))
-    return (*caps, *(DOMAIN_ITEM + d for d in extra), *(mcp_item(s["name"], s["sha256"]) for s in policy.get("mcp", ())))
+    return (*caps, *(DOMAIN_ITEM + d for d in extra), *(mcp_item(s["name"], s["sha256"]) for s in policy.get("mcp", ())),
+            *([CREDENTIALS_ITEM] if policy.get("credentials") else []))
+
+
+CREDENTIALS_ITEM = "credentials"  # the login `tmuxjail login` kept, given to the session (verified mode)
 
 
 MCP_ITEM = "mcp:"  # an attached MCP server, bound to its executable's digest (verified mode)

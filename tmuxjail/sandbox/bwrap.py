@@ -96,7 +96,8 @@ def agent_roots(policy: dict[str, Any]) -> list[str]:
     # A private copy of a state file is written by the jail (through its bind): opened as a root.
     return [*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
             *policy["host_read"], *filter(None, [policy.get("private_home")]),
-            *(copy for _, copy in policy.get("state_copies", ())), *policy.get("worktree", ())]
+            *(copy for _, copy in policy.get("state_copies", ())), *policy.get("worktree", ()),
+            *(store for store, _ in policy.get("credentials", ()))]
 
 
 class Bwrap:
@@ -195,6 +196,8 @@ class Bwrap:
         for flag, path in sorted(binds, key=lambda b: _depth(b[1])):
             out.append((flag, path, path))
         out += _state_binds(policy) + _worktree_binds(policy)
+        # The stored login's files, each bound writable where the CLI reads it (`tmuxjail login`).
+        out += [("--bind", store, dest) for store, dest in policy.get("credentials", ())]
         # Each guarded .git path (README, "Git metadata") read-only onto itself. Not -try: each
         # existed at start; the launcher opens it without following links and refuses one that
         # is gone or is a link.

@@ -31,7 +31,7 @@ def _identity(ctx: Context, provider: str):
 
 
 def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details: bool,
-            domains: tuple[str, ...] = (), mcp: tuple[str, ...] = ()) -> dict:
+            domains: tuple[str, ...] = (), mcp: tuple[str, ...] = (), credentials: bool = False) -> dict:
     """domains: --allow-domain patterns to approve beyond what the capabilities declare; mcp: the
     config's MCP servers, each bound to its command's digest today."""
     profile, ident = _identity(ctx, provider)
@@ -48,6 +48,8 @@ def preview(ctx: Context, provider: str, capabilities: tuple[str, ...], details:
 
         servers = mcp_servers(config_mod.load(ctx.paths.config_file), mcp, ctx.store)
         caps = (*caps, *(netpolicy.mcp_item(s.name, s.sha256) for s in servers))
+    if credentials:
+        caps = (*caps, netpolicy.CREDENTIALS_ITEM)
     return {
         "provider": provider, "profile_version": profile.profile_version, "profile_hash": profile.hash,
         "executable": approvals.identity_key(ident), "capabilities": list(caps),
@@ -65,8 +67,8 @@ def record(ctx: Context, plan: dict) -> dict:
 
 
 def ask_and_record(ctx: Context, provider: str, capabilities, yes: bool, details: bool, json_out: bool,
-                   domains=(), mcp=()) -> dict | None:
-    plan = preview(ctx, provider, tuple(capabilities), details, tuple(domains), tuple(mcp))
+                   domains=(), mcp=(), credentials=False) -> dict | None:
+    plan = preview(ctx, provider, tuple(capabilities), details, tuple(domains), tuple(mcp), credentials)
     if not json_out:
         print("This approval lets verified-mode sessions use:")
         print("\n".join(plan["text"]))
