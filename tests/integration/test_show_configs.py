@@ -21,10 +21,11 @@ RESOLVE = ('[network.resolve]\n"up.test" = { address = "127.0.0.1", test_upstrea
            '"mapped.test" = "::ffff:127.0.0.1"\n"zero.test" = "0.0.0.0"\n')
 EVERY_KEY = ('default_mode = "isolated"\nallowed_modes = ["compatibility", "isolated", "verified"]\n'
              "allow_unguarded_compatibility = false\naccept_missing_guards = []\n"
-             '[providers.shell]\n[limits]\nnproc = 512\ntmp = "64M"\nrun = "16M"\nhome = "1G"\n'
+             '[providers.shell]\ncredentials = true\n[limits]\nnproc = 512\ntmp = "64M"\nrun = "16M"\nhome = "1G"\n'
              '[network]\ncompatibility = "host"\nisolated = "proxy"\nverified = "proxy"\n'
              '[network.allow_domains]\nisolated = ["*.example.com", "pypi.org"]\nverified = ["*"]\n' + RESOLVE[:-1]
-             + '\n"mirror.example" = "203.0.113.7"\n[worktree]\nroot = "~/worktrees"\nbranch_prefix = "agents/"\n')
+             + '\n"mirror.example" = "203.0.113.7"\n[worktree]\nroot = "~/worktrees"\nbranch_prefix = "agents/"\n'
+             '[mcp.sh]\ncommand = "/bin/sh"\nargs = ["-c", "cat"]\nnetwork = "none"\ntools = ["echo"]\n')
 # (config text, the mode a session is started in under it)
 CONFIGS = [
     ("", "compatibility"),
