@@ -28,5 +28,13 @@ SERVER = textwrap.dedent("""
     def whoami() -> str:
         return hashlib.sha256(os.environ.get("SECRET", "").encode()).hexdigest()
 
+    @app.resource("res://secret")
+    def secret_resource() -> str:
+        return "the hidden resource"
+
+    @app.prompt()
+    def secret_prompt() -> str:
+        return "the hidden prompt"
+
     app.run()
 """)

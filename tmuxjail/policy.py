@@ -178,7 +178,7 @@ def _check_worktree(worktree: tuple[str, str] | None, mode: Mode, facts: Facts) 
         raise UsageError(f"the worktree's git directory {gitdir} is not in tmuxjail's state; refusing it")
 
 
-def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[str, ...]) -> None:
+def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[str, ...], jail_env: set[str]) -> None:
     """The broker runs a server outside the jail: nothing it runs or reads may be a file the
     agent can write (a workspace, its private home or state, a path bound back writable)."""
     if not req.mcp:
@@ -192,6 +192,11 @@ def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[s
         raise UsageError(f"{req.provider}: --mcp is not supported for this CLI yet (docs/mcp.md says which are)")
     writable = [*req.workspaces, *host_write, facts.private_home, facts.state_copies]
     for server in req.mcp:
+        both = sorted(set(server.env) & jail_env)
+        if both:
+            raise UsageError(f"mcp.{server.name}: {both[0]} would enter the jail too (a capability of this session "
+                             "passes it); a server's secret is for the server only",
+                             hint="drop that capability, or give the server its secret in an env_file")
         paths = [(p, [*writable, *facts.own_dirs]) for p in (server.command, *server.read)]
         if server.env_file:  # read by tmuxjail itself: its config directory is a fine place
             paths.append((server.env_file, [*writable, *(d for d in facts.own_dirs if d != facts.config_dir)]))
@@ -268,7 +273,7 @@ def resolve(req: Request, profile: Profile, adapter: Adapter, facts: Facts) -> P
     if mode is Mode.verified:
         host_read, host_write = _host_paths(caps, profile, facts)
         guards, copies, audited = state_files(adapter, caps, profile, facts, host_write)
-    _check_mcp(req, adapter, facts, host_write)  # after host_write: nothing it runs may be one
+    _check_mcp(req, adapter, facts, host_write, {n for cid in caps for n in profile.capabilities[cid].env})
 
     # Strict modes: every .git present at start is bound read-only onto itself (README, "Git
     # metadata"), and so is every guard entry of the trust catalogue (docs/workspace-trust.md);

@@ -24,6 +24,7 @@ from .activity import SCREEN_SEARCH, guess, needs_screen
 from .audit import counts
 from .context import server_of
 from .errors import TmuxjailError
+from .net.calls import read_counts
 from .net.listen import session_dir
 from .net.record import totals
 from .pane.command import kind
@@ -271,21 +272,15 @@ def _denied(ctx, out: list[dict]) -> None:
 
 
 def _mcp_calls(ctx, out: list[dict]) -> None:
-    """`mcp_calls` and `mcp_refused`: the tool calls the session's MCP brokers logged (their call
-    log, read as bytes: at most two files of a MiB each)."""
+    """`mcp_calls` and `mcp_refused`: the calls the session's MCP brokers counted."""
     for d in out:
         if d["kind"] != "agent":
             continue
-        base = os.path.join(mcp_dir(str(ctx.paths.store), d["id"]), MCP_LOG)
-        calls = refused = 0
-        for path in (base + ".1", base):
-            try:
-                with open(path, "rb") as f:
-                    data = f.read(2 << 20)
-            except OSError:
-                continue
-            calls += data.count(b"\n")
-            refused += data.count(b'"decision": "refused"') + data.count(b'"decision":"refused"')
+        if not os.path.isdir(directory := mcp_dir(str(ctx.paths.store), d["id"])):
+            continue
+        counts = read_counts(os.path.join(directory, MCP_LOG))
+        calls = sum(c["count"] for c in counts)
+        refused = sum(c["count"] for c in counts if c["decision"] == "refused")
         if calls:
             d["mcp_calls"], d["mcp_refused"] = calls, refused
 

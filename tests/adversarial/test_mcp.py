@@ -216,7 +216,8 @@ def test_allowed_tool_works_hidden_tool_is_absent_and_refused_and_the_secret_sta
     assert leaked.strip() == "END", leaked
     rep = env.json("show", "j", "--mcp")
     assert [s["name"] for s in rep["servers"]] == ["t"] and rep["servers"][0]["tools"] == ["echo", "whoami"]
-    assert rep["counts"] == {"t whoami allowed": 1, "t echo allowed": 1, "t secret_tool refused": 1}
+    assert {(c["tool"], c["decision"]): c["count"] for c in rep["counts"]} == {
+        ("whoami", "allowed"): 1, ("echo", "allowed"): 1, ("secret_tool", "refused"): 1}
     log = next(env.state_dir.glob("mcp/*/calls.jsonl")).read_text()
     assert ARG_MARK not in log and env.secret not in log
     row = next(r for r in env.json("list") if r["name"] == "j")
@@ -378,3 +379,20 @@ def test_a_tool_name_with_terminal_escapes_is_shown_harmless(mcp_world):
     assert got["error"]["code"] == -32602
     text = env.run("show", "j", "--mcp", check=True).stdout
     assert "\x1b" not in text and "\x07" not in text and "refused" in text
+    assert "'x\\x1b]0;pwned\\x07\\x1b[2J'" in text  # quoted and escaped: never read as a decision
+
+
+def test_a_secret_a_capability_would_pass_into_the_jail_is_refused(mcp_world, tmp_path):
+    """A server's secret is for the server only: one the session's capabilities would also pass
+    into the jail (GITHUB_TOKEN with github-cli, say) refuses the start."""
+    env = mcp_world
+    profile = env.json("profiles", "show", "shell")
+    named = next(((cid, c["env"][0]) for cid, c in profile["capabilities"].items() if c.get("env")), None)
+    if named is None:
+        pytest.skip("the shell profile passes no variable through any capability")
+    cid, var = named
+    (env.config_dir / "config.toml").write_text(
+        f'[mcp.w]\ncommand = "{env.server}"\nenv = ["{var}"]\nread = {json.dumps([sys.prefix])}\n')
+    proc = env.run("start", "shell", "--mode", "verified", "--capability", cid, "--mcp", "w", "--detach",
+                   env_extra={var: "v"})
+    assert proc.returncode == 2 and "would enter the jail too" in proc.stderr, proc.stderr

@@ -79,6 +79,7 @@ class Running:
         self.listener.bind(self.sock)
         self.listener.listen(16)
         self.broker = broker.Broker(servers, broker.CallLog(self.log_path))
+        self.broker.starts = broker.Bucket(*reversed(broker.STARTS))  # (monkeypatched in a test)
         self.thread = threading.Thread(target=self.broker.serve, args=(self.listener,), daemon=True)
         self.thread.start()
 
@@ -497,3 +498,83 @@ def test_mcpjail_argv():
     assert "--share-net" in host and ("--ro-bind", "/srv/server") in list(itertools.pairwise(host))
     inner = mcpjail.argv("/usr/bin/bwrap", "/venv/bin/python", [], ["/venv", "/venv/lib"], "none", "/h")
     assert inner.count("--ro-bind-try") == 9 and "/venv/lib" not in inner  # inside /venv: bound already
+
+
+def test_with_an_allowlist_resources_prompts_and_completions_are_refused_and_logged(running):
+    """Red team F1: the allowlist keeps out what resources and prompts would read; a server
+    without one serves them."""
+    raw = Raw(running)
+    try:
+        raw.initialize()
+        for i, (method, params) in enumerate([("resources/list", {}), ("resources/read", {"uri": "res://secret"}),
+                                              ("prompts/list", {}), ("prompts/get", {"name": "secret_prompt"}),
+                                              ("completion/complete", {}), ("resources/templates/list", {})]):
+            raw.send({"jsonrpc": "2.0", "id": 10 + i, "method": method, "params": params})
+            got = raw.answer(10 + i)
+            assert got["error"]["code"] == -32601 and "not allowed" in got["error"]["message"], got
+        assert raw.call(20, "echo", {"text": "ok"})["result"]["content"][0]["text"] == "ok"
+    finally:
+        raw.close()
+    counted = {(c["tool"], c["decision"]) for c in broker.read_counts(running.log_path)}
+    assert ("resources/read", "refused") in counted and ("prompts/get", "refused") in counted
+    raw = Raw(running, "open")
+    try:
+        raw.initialize()
+        raw.send({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "res://secret"}})
+        assert raw.answer(1)["result"]["contents"][0]["text"] == "the hidden resource"
+    finally:
+        raw.close()
+
+
+def test_servers_per_name_and_starts_are_bounded(running, monkeypatch):
+    """Red team F4: each connection is a server process on the host, outside the jail's limits."""
+    held = [Raw(running) for _ in range(broker.MAX_PER_SERVER)]
+    try:
+        for r in held:
+            r.initialize()
+        extra = Raw(running)
+        extra.s.settimeout(5)  # (a broken bound would serve it: no answer comes)
+        line = extra.line()
+        assert line is not None and "runs 2 times" in line["error"]["message"]
+        extra.close()
+    finally:
+        for r in held:
+            r.close()
+    monkeypatch.setattr(running.broker, "starts", broker.Bucket(0.0, 0.0))
+    late = Raw(running, "open")
+    late.s.settimeout(5)
+    assert "too often" in late.line()["error"]["message"]
+    late.close()
+
+
+def test_counters_survive_rotation(tmp_path):
+    """Red team F3: a flood of refusals rotates the lines away, never the counts."""
+    path = str(tmp_path / "calls.jsonl")
+    log = broker.CallLog(path, max_bytes=500)
+    log.add("t", "whoami", "allowed")
+    for _ in range(200):
+        log.add("t", "x" * 200, "refused")
+    log.close()
+    assert not any(e["tool"] == "whoami" for e in broker.read_log(path))  # rotated away ...
+    counts = {(c["tool"][:6], c["decision"]): c["count"] for c in broker.read_counts(path)}
+    assert counts == {("whoami", "allowed"): 1, ("xxxxxx", "refused"): 200}  # ... still counted
+
+
+def test_servers_stderr_is_bounded_per_broker_and_escaped(tmp_path, capfd, monkeypatch):
+    """Red team F2: a server that repeats what the jail sends on stderr, over many connections,
+    writes at most STDERR_KEPT bytes for the whole broker, control characters escaped."""
+    script = tmp_path / "noisy.py"
+    script.write_text("import sys\nsys.stderr.write('\\x1b[2J' + 'n' * 5000)\nsys.stderr.flush()\n")
+    monkeypatch.setattr(broker, "_STDERR_LEFT", [3000])
+    monkeypatch.setattr(broker, "STARTS", (100.0, 100.0))
+    r = Running(tmp_path, {"noisy": {"argv": [sys.executable, str(script)], "env": {}, "tools": None}})
+    try:
+        for _ in range(5):
+            raw = Raw(r, "noisy")
+            raw.line()
+            raw.close()
+        time.sleep(1)
+    finally:
+        r.close()
+    err = capfd.readouterr().err
+    assert err.count("n") <= 3000 + 50 and "\x1b" not in err and "\\x1b" in err

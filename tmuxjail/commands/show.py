@@ -11,7 +11,7 @@ from ..context import Context, where_it_runs
 from ..errors import TmuxjailError, UsageError
 from ..net import broker
 from ..net import log as netlog
-from ..pane.mcp import LOG_NAME, session_dir
+from ..pane.mcp import ERR_NAME, LOG_NAME, session_dir
 from ..registry import Mode
 from ..render import Result, policy_text, session_text
 from ..sessions.stop import learn_conversation
@@ -73,6 +73,7 @@ def _ceiling(ctx: Context, d: dict) -> tuple[str, ...] | None:
 
 
 # What each CLI obeys of MCP configuration the agent could have written, in a strict jail.
+SHOWN_ERRORS = 20
 AGENT_MCP = {
     "claude-code": "not obeyed (--strict-mcp-config: only tmuxjail's servers)",
     "codex": "obeyed inside the jail: servers the agent adds to the private home's config.toml run there, "
@@ -86,14 +87,18 @@ def mcp_report(ctx: Context, d: dict) -> dict:
     pol = d.get("policy") or {}
     servers = [{k: s.get(k) for k in ("name", "command", "sha256", "args", "env", "network", "tools")}
                for s in pol.get("mcp", ())]
-    calls = broker.read_log(session_dir(str(ctx.paths.store), d["id"]) + "/" + LOG_NAME)
-    counts: dict[str, int] = {}
-    for c in calls:
-        key = f"{c.get('server')} {c.get('tool')} {c.get('decision')}"
-        counts[key] = counts.get(key, 0) + 1
+    directory = session_dir(str(ctx.paths.store), d["id"])
+    calls = broker.read_log(directory + "/" + LOG_NAME)
+    counts = broker.read_counts(directory + "/" + LOG_NAME)  # every call, whatever the log rotated away
+    try:
+        with open(directory + "/" + ERR_NAME, "rb") as f:  # what its servers said on stderr, last lines
+            errors = [clean(x) for x in f.read().decode("utf-8", "replace").splitlines()[-SHOWN_ERRORS:]]
+    except OSError:
+        errors = []
     strict = Mode(pol["mode"]).strict if pol.get("mode") in Mode.__members__ else False
     agent = AGENT_MCP.get(d.get("provider") or "", "") if strict else "obeyed: this mode does not control MCP configuration"
-    return {"name": d["name"], "servers": servers, "agent_config": agent, "calls": calls, "counts": counts}
+    return {"name": d["name"], "servers": servers, "agent_config": agent, "calls": calls, "counts": counts,
+            "errors": errors}
 
 
 def mcp_text(rep: dict) -> str:
@@ -105,6 +110,9 @@ def mcp_text(rep: dict) -> str:
         lines.append("  none attached")
     if rep["agent_config"]:
         lines.append(f"MCP configuration the agent can write: {rep['agent_config']}")
-    lines.append("tool calls:" if rep["counts"] else "tool calls: none logged")
-    lines += [f"  {n:5}  {clean(k)}" for k, n in sorted(rep["counts"].items())]  # tool names are the jail's
+    lines.append("calls (count, decision, server, tool or method):" if rep["counts"] else "calls: none logged")
+    # A tool name is the jail's text: quoted, with anything but printable ASCII escaped.
+    lines += [f"  {c['count']:5}  {c['decision']:8} {c['server']}  {c['tool']!a}" for c in rep["counts"]]
+    if rep["errors"]:
+        lines += ["its servers' stderr (last lines):", *(f"  {x}" for x in rep["errors"])]
     return "\n".join(lines)

@@ -22,16 +22,24 @@ import threading
 import time
 from typing import Any
 
+from .calls import MAX_TOOL_NAME, CallLog
+from .calls import read_counts as read_counts
+from .calls import read_log as read_log
+
 MAX_MESSAGE = 1 << 20
 MAX_SERVER_MESSAGE = 16 << 20
 RATE = 100.0
 BURST = 200.0
 MAX_CONNECTIONS = 16
 HEADER_TIMEOUT = 10.0
-STDERR_KEPT = 64 << 10  # of each server's stderr, per connection
+STDERR_KEPT = 1 << 20  # of all its servers' stderr, per broker (the session's broker.err)
+MAX_PER_SERVER = 2  # connections (each a server process) at once, per server name
+STARTS = (4.0, 0.2)  # server starts: a burst, then per second (a CLI starts each server once)
+# With a tools allowlist, nothing else reaches the server but these (issue 31: red team F1):
+# resources, prompts and completions would read what the allowlist keeps out.
+ALLOWED_METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call", "logging/setLevel"})
 MAX_HEADER = 4096
 GRACE = 2.0  # for the server to exit on its own (stdin closed), then after SIGTERM
-MAX_TOOL_NAME = 256  # in the log: a tool name is the jail's text
 CHUNK = 1 << 16
 DRAIN_TIME = 1.0
 MAX_DRAIN = 1 << 20
@@ -39,51 +47,6 @@ MAX_DRAIN = 1 << 20
 
 class Refused(Exception):
     """A connection refused before its server starts, with the one line the client gets."""
-
-
-class CallLog:
-    """JSON lines, one per tools/call, appended; rotated to path + ".1" once over max_bytes."""
-
-    def __init__(self, path: str, max_bytes: int = 1 << 20):
-        self.path, self.max_bytes = path, max_bytes
-        self._lock = threading.Lock()
-        self._fd = self._open()
-
-    def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-
-    def add(self, server: str, tool: str, decision: str) -> None:
-        line = json.dumps({"t": time.time(), "server": server, "tool": tool[:MAX_TOOL_NAME],
-                           "decision": decision}) + "\n"
-        with self._lock:
-            os.write(self._fd, line.encode())
-            if os.fstat(self._fd).st_size > self.max_bytes:
-                os.replace(self.path, self.path + ".1")
-                os.close(self._fd)
-                self._fd = self._open()
-
-    def close(self) -> None:
-        with self._lock:
-            os.close(self._fd)
-
-
-def read_log(path: str) -> list[dict]:
-    """Every entry of the log and its rotated file, oldest first; a malformed line is skipped."""
-    out = []
-    for name in (path + ".1", path):
-        try:
-            with open(name, "rb") as f:
-                lines = f.read().splitlines()
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                out.append(entry)
-    return out
 
 
 def error_line(code: int, message: str, id: Any = None) -> bytes:
@@ -133,11 +96,12 @@ class Bucket:
 class Relay:
     """One connection: the client's socket and its server's process."""
 
-    def __init__(self, name: str, spec: dict, conn: socket.socket, proc: subprocess.Popen, log: CallLog):
+    def __init__(self, name: str, spec: dict, conn: socket.socket, proc: subprocess.Popen, log: CallLog,
+                 bucket: Bucket | None = None):
         self.name, self.conn, self.proc, self.log = name, conn, proc, log
         tools = spec.get("tools")
         self.allowed = None if tools is None else frozenset(tools)
-        self.bucket = Bucket()
+        self.bucket = bucket or Bucket()  # the broker's: a reconnect starts with no fresh burst
         self.send_lock = threading.Lock()
         self.server_done = threading.Event()
 
@@ -188,6 +152,12 @@ class Relay:
         if not self.bucket.take():
             if is_request:
                 self.send(error_line(-32000, "rate limited", id))
+            return
+        if self.allowed is not None and isinstance(method, str) and method not in ALLOWED_METHODS \
+                and not method.startswith("notifications/"):
+            self.log.add(self.name, method[:MAX_TOOL_NAME], "refused")
+            if is_request:
+                self.send(error_line(-32601, f"method {method[:MAX_TOOL_NAME]} is not allowed in this session", id))
             return
         if method == "tools/call":
             params = msg.get("params")
@@ -271,6 +241,10 @@ class Broker:
     def __init__(self, servers: dict[str, dict], log: CallLog):
         self.servers, self.log = servers, log
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.bucket = Bucket()
+        self.starts = Bucket(STARTS[1], STARTS[0])
+        self.running: dict[str, int] = {}
+        self.lock = threading.Lock()
 
     def serve(self, listener: socket.socket) -> None:
         while True:
@@ -341,6 +315,12 @@ class Broker:
             raise Refused("bad header")
         if name not in self.servers:
             raise Refused(f"no MCP server named {name!r} in this session")
+        with self.lock:  # each connection is a server process on the host, outside the jail's limits
+            if self.running.get(name, 0) >= MAX_PER_SERVER:
+                raise Refused(f"MCP server {name} runs {MAX_PER_SERVER} times for this session already")
+            if not self.starts.take():
+                raise Refused("MCP servers started too often; try again in a few seconds")
+            self.running[name] = self.running.get(name, 0) + 1
         conn.settimeout(None)
         return name, rest
 
@@ -351,44 +331,58 @@ class Broker:
             except Refused as exc:
                 self._refuse(conn, str(exc), True)
                 return
-            spec = self.servers[name]
             try:
-                # From this thread, which lives as long as the connection: bwrap's
-                # --die-with-parent fires when the thread that forked it exits.
-                proc = subprocess.Popen(spec["argv"], env=spec.get("env", {}), cwd=spec.get("cwd", "/"),
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, close_fds=True)
-            except (OSError, ValueError):
-                self._refuse(conn, f"cannot start MCP server {name}", True)
-                return
-            threading.Thread(target=_keep_stderr, args=(name, proc), daemon=True).start()
-            relay = Relay(name, spec, conn, proc, self.log)
-            out = threading.Thread(target=relay.server_to_client, daemon=True)
-            out.start()
-            client_ended = False
-            try:
-                relay.client_to_server(rest)
-                client_ended = True
-            except (OSError, ValueError):
-                pass
+                self._relay(conn, name, rest)
             finally:
-                relay.stop(client_ended)
-                out.join(GRACE)
-                if not out.is_alive() and proc.stdout:
-                    proc.stdout.close()
+                with self.lock:
+                    self.running[name] -= 1
+
+    def _relay(self, conn: socket.socket, name: str, rest: bytes) -> None:
+        spec = self.servers[name]
+        try:
+            # From this thread, which lives as long as the connection: bwrap's
+            # --die-with-parent fires when the thread that forked it exits.
+            proc = subprocess.Popen(spec["argv"], env=spec.get("env", {}), cwd=spec.get("cwd", "/"),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, close_fds=True)
+        except (OSError, ValueError):
+            self._refuse(conn, f"cannot start MCP server {name}", True)
+            return
+        threading.Thread(target=_keep_stderr, args=(name, proc), daemon=True).start()
+        relay = Relay(name, spec, conn, proc, self.log, self.bucket)
+        out = threading.Thread(target=relay.server_to_client, daemon=True)
+        out.start()
+        client_ended = False
+        try:
+            relay.client_to_server(rest)
+            client_ended = True
+        except (OSError, ValueError):
+            pass
+        finally:
+            relay.stop(client_ended)
+            out.join(GRACE)
+            if not out.is_alive() and proc.stdout:
+                proc.stdout.close()
+
+
+_STDERR_LEFT = [STDERR_KEPT]
+_STDERR_LOCK = threading.Lock()
 
 
 def _keep_stderr(name: str, proc: subprocess.Popen) -> None:
-    """The first STDERR_KEPT bytes a server writes to stderr go to the broker's (the session's
-    broker.err, for `show --mcp`); the rest is read and dropped, so a server that logs whatever a
-    jail makes it log never fills the disk nor blocks on a full pipe."""
-    kept = 0
+    """What its servers write to stderr goes to the broker's (the session's broker.err), control
+    characters escaped, until STDERR_KEPT bytes for the whole broker: the rest is read and
+    dropped, so servers that log whatever a jail makes them log never fill the disk (however
+    often it reconnects) nor block on a full pipe."""
     assert proc.stderr is not None
     with proc.stderr:
         while chunk := os.read(proc.stderr.fileno(), 65536):
-            if kept < STDERR_KEPT:
-                part = chunk[:STDERR_KEPT - kept]
-                kept += len(part)
+            text = "".join(c if c.isprintable() or c == "\n" else f"\\x{ord(c):02x}"
+                           for c in chunk.decode("utf-8", "replace")).encode()
+            with _STDERR_LOCK:
+                part = text[:_STDERR_LEFT[0]]
+                _STDERR_LEFT[0] -= len(part)
+            if part:
                 try:
                     os.write(2, f"[{name}] ".encode() + part)
                 except OSError:
