@@ -107,6 +107,8 @@ RAW = textwrap.dedent("""
             k = "ok" if "result" in m else str(m["error"]["code"])
             codes[k] = codes.get(k, 0) + 1
     out["flood"] = codes
+    import time
+    time.sleep(1)  # the broker's bucket refills (a flood empties it for every connection)
     send(json.dumps({"jsonrpc": "2.0", "id": 5000, "method": "tools/call",
                      "params": {"name": "echo", "arguments": {"text": "still here"}}}).encode())
     out["after"] = answer(5000)["result"]["content"][0]["text"]

@@ -6,6 +6,7 @@ case "$name $* " in
   # `codex login`: a login, as the real one keeps it, and the CLI ends (tmuxjail login).
   "codex "*" login "*)
     mkdir -p "${CODEX_HOME:-$HOME/.codex}" && printf '{"OPENAI_API_KEY":"sk-standin-login"}\n' > "${CODEX_HOME:-$HOME/.codex}/auth.json"
+    sleep 1  # (a sign-in takes a while: a start that sees its CLI gone at once reports a failure)
     exit 0;;
 esac
 out="$PWD/.standin-$name.report"
