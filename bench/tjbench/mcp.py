@@ -9,14 +9,14 @@ over pipes, after the initialize handshake), the same code on both sides. Both c
 open at once and their calls alternate, paced under the broker's rate limit.
 
 And `tmuxjail start shell --mode isolated --detach` with one server attached (`--mcp t`, the
-config's [mcp.t]) against none, interleaved run by run."""
+config's [mcp.t]) against none, both with their policies from the warm start's cache,
+interleaved run by run; and each with its cache entry removed first (info)."""
 
 from __future__ import annotations
 
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -162,6 +162,51 @@ def _server(w: World, python: str) -> Path:
     return script
 
 
+class Broker:
+    """A session's broker: a listener, and `serve_forever` on it in a process of its own (its own
+    session, so that it and any server it runs end together)."""
+
+    def __init__(self, python: str, table: dict[str, Any], directory: Path):
+        directory.mkdir(parents=True)
+        self.sock, self.calls = directory / "broker.sock", directory / "calls.jsonl"
+        listener = socket.socket(socket.AF_UNIX)
+        try:
+            listener.bind(str(self.sock))
+            listener.listen(16)
+            with open(directory / "broker.err", "ab") as err:
+                self.proc = subprocess.Popen(
+                    [python, "-I", "-c", BROKER, str(listener.fileno()), json.dumps(table), str(self.calls)],
+                    pass_fds=(listener.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                    start_new_session=True)
+        finally:
+            listener.close()
+        self.serving()
+
+    def serving(self) -> None:
+        """Until it answers: a header naming no server is refused before any server starts (the
+        launcher forks the broker long before a CLI connects: its start-up is no call's)."""
+        got = b""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(TIMEOUT)
+            s.connect(str(self.sock))
+            s.sendall(b'{"server": "-"}\n')
+            while b"\n" not in got and (chunk := s.recv(65536)):
+                got += chunk
+        if self.proc.poll() is not None or b"no MCP server" not in got:
+            raise RuntimeError(f"the broker did not answer (exit {self.proc.poll()}): {got[:200]!r}")
+
+    def stop(self) -> None:
+        """Once the servers it ran are gone (each ends after its client), the broker too."""
+        deadline = time.perf_counter() + 10
+        while _children(self.proc.pid) and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
 def round_trip(b: Bench, w: World, script: Path, read: list[str]) -> None:
     """tools/call through stub and broker against the same jailed server directly over stdio."""
     from .parts import log
@@ -177,72 +222,55 @@ def round_trip(b: Bench, w: World, script: Path, read: list[str]) -> None:
     argv = mcpjail.argv(tools.bwrap, str(script), [], read, "none", home)
     env = {"PATH": STRICT_PATH, "HOME": home, "LANG": "C.UTF-8"}  # what pane/mcp.servers gives, no secret
     table = {"t": {"argv": argv, "env": env, "tools": ["echo"], "cwd": "/"}}
-    sock, calls = w.root / "broker.sock", w.root / "calls.jsonl"
-    listener = socket.socket(socket.AF_UNIX)
-    listener.bind(str(sock))
-    listener.listen(16)
-    with open(w.root / "broker.err", "ab") as err:
-        brk = subprocess.Popen([tools.tj_py, "-I", "-c", BROKER, str(listener.fileno()), json.dumps(table), str(calls)],
-                               pass_fds=(listener.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=err, start_new_session=True)
-    listener.close()
-    gap = 1 / (broker.RATE * 0.8)  # between two calls on one connection: never rate limited
+    gap = 1 / (broker.RATE * 0.8)  # between two calls through the broker: never rate limited
     if 3 + WARM + CALLS >= broker.BURST:
         raise RuntimeError(f"{CALLS} calls per connection would spend the broker's burst ({broker.BURST:g})")
-    sides = {
-        "broker": lambda: Client("client -> stub -> broker -> server", [*stub.argv(stub_py, "t"), str(sock)],
-                                 {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, w.root / "stub.err"),
-        "direct": lambda: Client("client -> server over stdio", argv, env, w.root / "direct.err"),
-    }
     per_call: dict[str, list[float | None]] = {"broker": [], "direct": []}
     connect: dict[str, list[float | None]] = {"broker": [], "direct": []}
-    try:
-        for i in range(n + 1):  # run 0 is a warm-up, not counted
-            order = ("broker", "direct") if i % 2 else ("direct", "broker")
-            clients: dict[str, Client] = {}
-            try:
-                for side in order:
-                    clients[side] = sides[side]()
-                    ready = clients[side].initialize()
-                    if i:
-                        connect[side].append(ready)
-                for side in order:
-                    for _ in range(WARM):
-                        clients[side].call()
-                last = dict.fromkeys(order, 0.0)
-                for _ in range(CALLS):
-                    for side in order:
-                        time.sleep(max(0.0, last[side] + gap - time.perf_counter()))
-                        last[side] = time.perf_counter()
-                        dt = clients[side].call()
-                        if i:
-                            per_call[side].append(dt)
-            finally:
-                for c in clients.values():
-                    c.close()
-            # The broker ends each server once its client is gone: not into the next run.
-            deadline = time.perf_counter() + 10
-            while _children(brk.pid) and time.perf_counter() < deadline:
-                time.sleep(0.01)
-        if brk.poll() is not None:
-            raise RuntimeError(f"the broker exited {brk.returncode}")
-    finally:
+    allowed = 0
+    for i in range(n + 1):  # run 0 is a warm-up, not counted
+        # A fresh broker each run, as each session has its own (it starts a few servers at once,
+        # then one per few seconds: a run a second would be refused).
+        brk = Broker(tools.tj_py, table, w.root / "brokers" / f"run{i}")
+        sides = {
+            "broker": ("client -> stub -> broker -> server", [*stub.argv(stub_py, "t"), str(brk.sock)],
+                       {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, w.root / "stub.err"),
+            "direct": ("client -> server over stdio", argv, env, w.root / "direct.err"),
+        }
+        order = ("broker", "direct") if i % 2 else ("direct", "broker")
+        clients: dict[str, Client] = {}
         try:
-            os.killpg(brk.pid, signal.SIGKILL)  # its own session: the broker and any server it still runs
-        except ProcessLookupError:
-            pass
-        brk.wait()
-    logged = broker.read_log(str(calls))
+            for side in order:
+                clients[side] = Client(*sides[side])
+                ready = clients[side].initialize()
+                if i:
+                    connect[side].append(ready)
+            for side in order:
+                for _ in range(WARM):
+                    clients[side].call()
+            last = dict.fromkeys(order, 0.0)
+            for _ in range(CALLS):
+                for side in order:
+                    time.sleep(max(0.0, last[side] + gap - time.perf_counter()))
+                    last[side] = time.perf_counter()
+                    dt = clients[side].call()
+                    if i:
+                        per_call[side].append(dt)
+        finally:
+            for c in clients.values():
+                c.close()
+            brk.stop()
+        allowed += sum(1 for e in broker.read_log(str(brk.calls)) if e.get("decision") == "allowed"
+                       and e.get("tool") == "echo")
     made = (n + 1) * (WARM + CALLS)
-    allowed = sum(1 for e in logged if e.get("decision") == "allowed" and e.get("tool") == "echo")
-    log(f"mcp: the broker logged {allowed} allowed calls of echo ({made} made through it)")
+    log(f"mcp: the brokers logged {allowed} allowed calls of echo ({made} made through them)")
     note = (f"{n} runs × {CALLS} calls of a trivial tool (echo) per side, both connections open at once, calls "
             f"alternating, one per {gap * 1000:.1f} ms per connection (broker.RATE {broker.RATE:g}/s, burst "
-            f"{broker.BURST:g}); a fresh connection each run, after the initialize handshake, a tools/list and "
-            f"{WARM} untimed calls; the server ({script.name}, mcp SDK) in its bwrap jail (mcpjail.argv, network "
-            f"none) on both sides; the broker a process of its own with an allowlist (echo) and its call log; the "
-            f"stub run by {stub_py}; medians per call; the broker's call log holds {allowed} of the {made} calls "
-            f"made through it")
+            f"{broker.BURST:g}); each run a fresh broker and connection, after the initialize handshake, a "
+            f"tools/list and {WARM} untimed calls; the server ({script.name}, mcp SDK) in its bwrap jail "
+            f"(mcpjail.argv, network none) on both sides; the broker a process of its own (serve_forever, as the "
+            f"launcher forks it) with an allowlist (echo) and its call log; the stub run by {stub_py}; medians per "
+            f"call; the brokers' call logs hold {allowed} of the {made} calls made through them")
     row = res.add("mcp", "tools/call round trip through stub and broker (server in its bwrap jail)", "s",
                   per_call["broker"], note=note)
     row.compare("the same server in the same jail, directly over stdio", per_call["direct"], target=1.5)
@@ -252,10 +280,15 @@ def round_trip(b: Bench, w: World, script: Path, read: list[str]) -> None:
         "same, the server directly over stdio", connect["direct"])
 
 
+def _entries(policies: Path) -> set[str]:
+    return {p.name for p in policies.glob("*.json")}
+
+
 def start_attached(b: Bench, w: World, script: Path, read: list[str]) -> None:
     """`tmuxjail start shell --mode isolated --detach --mcp t` against the same start without
-    --mcp (warm: its policy from the cache), and (info) without --mcp with the policy cache emptied
-    first: a start with --mcp resolves its policy in full (tmuxjail.warm.cacheable)."""
+    --mcp, both warm (each policy from the cache of resolved policies, tmuxjail.warm), and (info)
+    each with its cache entry removed first (a full resolution: a first start, or one after a
+    change)."""
     from .parts import _started
 
     n, res = b.n, b.results
@@ -267,47 +300,60 @@ def start_attached(b: Bench, w: World, script: Path, read: list[str]) -> None:
         read = {json.dumps(read)}
         network = "none"
     """))
-    ws = w.workspace("ws")  # one workspace: the cold side refills the entry the warm side reads
+    ws = w.workspace("ws")
     policies = Path(w.env["XDG_STATE_HOME"]) / "tmuxjail" / "policies"  # the warm start's cache (tmuxjail.warm)
     w.tmux("new-session", "-d", "-s", "keeper", "sleep", "86400")
-    extra = {"mcp": ("--mcp", "t"), "none": (), "cold": ()}
+    request = {"mcp": ("--mcp", "t"), "none": (), "mcp-cold": ("--mcp", "t"), "none-cold": ()}
+    cached: dict[str, set[str]] = {"mcp": set(), "none": set()}  # the cache entry each request made
     count = 0
 
     def one(side: str) -> tuple[float | None, float]:
         nonlocal count
         count += 1
-        if side == "cold":
-            shutil.rmtree(policies, ignore_errors=True)
+        if side.endswith("-cold"):
+            for name in cached[side[:-5]]:
+                (policies / name).unlink(missing_ok=True)
         name = f"{side}{count}"
-        t = _started(time_until_ready(w.tj("start", "shell", "--mode", "isolated", "--workspace", str(ws), "--name", name,
-                                           "--detach", *extra[side], "--", "-c", SHELL_READY), w.env, ws / READY),
-                     f"tmuxjail start shell ({side})")
+        t = _started(time_until_ready(w.tj("start", "shell", "--mode", "isolated", "--workspace", str(ws), "--name",
+                                           name, "--detach", *request[side], "--", "-c", SHELL_READY), w.env,
+                                      ws / READY), f"tmuxjail start shell ({side})")
         w.kill_session(name)
         return t.ready, t.exited
 
-    for side in extra:  # warm-up, not counted: the policy and identity caches, the page cache
+    for side in request:  # warm-up, not counted: the caches, the page cache; which entry is whose
+        before = _entries(policies)
         one(side)
-    ready: dict[str, list[float | None]] = {k: [] for k in extra}
-    exited: dict[str, list[float | None]] = {k: [] for k in extra}
-    sides = list(extra)
+        if side in cached:
+            cached[side] = _entries(policies) - before
+    ready: dict[str, list[float | None]] = {k: [] for k in request}
+    exited: dict[str, list[float | None]] = {k: [] for k in request}
+    sides = list(request)
     for i in range(n):
-        for side in sides[i % 3:] + sides[:i % 3]:  # each side goes first in turn
+        for side in sides[i % 4:] + sides[:i % 4]:  # each side goes first in turn
             r, e = one(side)
             ready[side].append(r)
             exited[side].append(e)
     w.tmux("kill-server", check=False)
     net = w.dry_run(ws, provider="shell")["policy"].get("network", "?")
-    row = res.add("mcp", "tmuxjail start shell --mode isolated --detach --mcp t → ready", "s", ready["mcp"],
+    how = "; ".join(f"{'--mcp t' if k == 'mcp' else 'without --mcp'}: " +
+                    ("its policy cached" if v else "its policy not cached (every start resolves in full)")
+                    for k, v in cached.items())
+    row = res.add("mcp", "tmuxjail start shell --mode isolated --detach --mcp t → ready (warm)", "s", ready["mcp"],
                   note=f"invocation until the jailed shell wrote its ready file (start shell … -- -c {SHELL_READY!r}); "
                        f"[mcp.t] is the server script, read = its venv and directory, network none; the jail's network "
                        f"{net}; the launcher forks the broker (the server starts on a client's first connection, "
-                       f"not here); a start with --mcp resolves its policy in full (warm.cacheable)")
-    row.compare("same without --mcp (warm: the policy from the cache)", ready["none"], target=1.15)
-    row.compare("same without --mcp, policy cache emptied first (full resolution; info)", ready["cold"])
-    info = res.add("mcp", "tmuxjail start shell --mode isolated --detach --mcp t → command exited (info)", "s",
+                       f"not here); {how}; the four sides interleaved, each first in turn")
+    row.compare("same without --mcp (warm)", ready["none"], target=1.15)
+    row.compare("same without --mcp, its cache entry removed first (full resolution; info)", ready["none-cold"])
+    cold = res.add("mcp", "tmuxjail start shell --mode isolated --detach --mcp t → ready, its cache entry removed "
+                   "first (full resolution; info)", "s", ready["mcp-cold"])
+    cold.compare("same without --mcp, its cache entry removed first", ready["none-cold"])
+    cold.compare("--mcp t, warm", ready["mcp"])
+    info = res.add("mcp", "tmuxjail start shell --mode isolated --detach --mcp t → command exited (warm; info)", "s",
                    exited["mcp"])
     info.compare("same without --mcp (warm)", exited["none"])
-    info.compare("same without --mcp, policy cache emptied first", exited["cold"])
+    info.compare("--mcp t, its cache entry removed first", exited["mcp-cold"])
+    info.compare("without --mcp, its cache entry removed first", exited["none-cold"])
 
 
 def mcp_broker(b: Bench) -> None:
@@ -318,7 +364,7 @@ def mcp_broker(b: Bench) -> None:
     if sdk is None:
         why = f"skipped: the mcp SDK is not installed for {b.tools.tj_py}"
         res.add("mcp", "tools/call round trip through stub and broker (server in its bwrap jail)", "s", [], note=why)
-        res.add("mcp", "tmuxjail start shell --mode isolated --detach --mcp t → ready", "s", [], note=why)
+        res.add("mcp", "tmuxjail start shell --mode isolated --detach --mcp t → ready (warm)", "s", [], note=why)
         return
     script = _server(w, b.tools.tj_py)
     read = sorted({*sdk, str(script.parent)})  # the venv, where its mcp is, the server's directory

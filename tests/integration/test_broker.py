@@ -515,8 +515,10 @@ def test_with_an_allowlist_resources_prompts_and_completions_are_refused_and_log
         assert raw.call(20, "echo", {"text": "ok"})["result"]["content"][0]["text"] == "ok"
     finally:
         raw.close()
-    counted = {(c["tool"], c["decision"]) for c in broker.read_counts(running.log_path)}
-    assert ("resources/read", "refused") in counted and ("prompts/get", "refused") in counted
+    def counted() -> set:  # (saved when the connection's end reaches the broker)
+        return {(c["tool"], c["decision"]) for c in broker.read_counts(running.log_path)}
+
+    assert wait_for(lambda: {("resources/read", "refused"), ("prompts/get", "refused")} <= counted()), counted()
     raw = Raw(running, "open")
     try:
         raw.initialize()

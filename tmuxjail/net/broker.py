@@ -168,11 +168,12 @@ class Relay:
                 if is_request:
                     self.send(error_line(-32602, f"tool {label} is not allowed in this session", id))
                 return
-            self.log.add(self.name, label, "allowed")
         stdin = self.proc.stdin
         assert stdin is not None
         stdin.write(line + b"\n")
         stdin.flush()
+        if method == "tools/call":  # logged once on its way: off the time the call takes
+            self.log.add(self.name, label, "allowed")
 
     # -- server -> client ------------------------------------------------------------------------
     def server_to_client(self) -> None:
@@ -247,6 +248,7 @@ class Broker:
         self.lock = threading.Lock()
 
     def serve(self, listener: socket.socket) -> None:
+        threading.Thread(target=self._flusher, daemon=True).start()
         while True:
             try:
                 conn, _ = listener.accept()
@@ -263,6 +265,15 @@ class Broker:
             except RuntimeError:
                 self.slots.release()
                 self._refuse(conn, "no thread for this connection")
+
+    def _flusher(self) -> None:
+        """The counters of calls made on connections that stay open reach their file too."""
+        while True:
+            time.sleep(1.0)
+            try:
+                self.log.flush()
+            except OSError:
+                pass
 
     def _run(self, conn: socket.socket) -> None:
         try:
@@ -336,6 +347,7 @@ class Broker:
             finally:
                 with self.lock:
                     self.running[name] -= 1
+                self.log.flush()
 
     def _relay(self, conn: socket.socket, name: str, rest: bytes) -> None:
         spec = self.servers[name]
