@@ -172,11 +172,13 @@ def stub_python() -> str:
                              hint="sudo apt-get install -y python3-minimal")
 
 
-def host_facts(servers: list[dict], declared: dict[str, Server], digest) -> list | None:
+def host_facts(servers: list[dict], declared: dict[str, Server], digest=None) -> list | None:
     """What a policy's servers were resolved from, looked up again (the warm start): each one's
-    real command path, its stat identity (with `digest(path, key)`, the digest cache, still giving
-    the policy's sha256) and its read paths' real paths, and the stub's interpreter; None when one
-    is gone or changed (then the full resolution hashes and checks again)."""
+    real command path, its stat identity and its read paths' real paths, and the stub's
+    interpreter; None when one is gone or changed (then the full resolution hashes and checks
+    again). With `digest(path, key)` (the digest cache: when an entry is made), each stat identity
+    must also still give the policy's sha256; a hit then compares the stat identities alone, as it
+    does for the CLI's executable."""
     out: list = []
     for s in servers:
         server = declared.get(s["name"])
@@ -188,7 +190,7 @@ def host_facts(servers: list[dict], declared: dict[str, Server], digest) -> list
         except OSError:
             return None
         key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-        if real != s["command"] or digest(real, tuple(key)) != s["sha256"]:
+        if real != s["command"] or (digest is not None and digest(real, tuple(key)) != s["sha256"]):
             return None
         out.append([s["name"], real, key, sorted({os.path.realpath(p) for p in server.read})])
     try:

@@ -258,7 +258,7 @@ def lookup(ctx: Context, key: str, opts: StartRequest, mode: Mode, cfg: Config,
             return None
         now = record(ctx, entry["lookup"], opts.provider, mode, cfg, opts.workspaces, adapter)
         if now is not None and data.get("mcp"):  # the servers' commands: where, and still that digest
-            now["mcp"] = mcpconf.host_facts(data["mcp"], cfg.mcp, ctx.store.get_digest)
+            now["mcp"] = mcpconf.host_facts(data["mcp"], cfg.mcp)  # (the store stays closed: stat keys)
         if now is not None and now["stat"] != entry["record"].get("stat"):
             # A new CLI version (or a touched one): hashed in a thread while the full resolution loads.
             identity.hash_ahead([f for f, *_ in now["stat"]], ctx.store)

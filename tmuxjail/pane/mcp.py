@@ -52,15 +52,14 @@ def servers(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> dict[st
 def config_data(policy: dict[str, Any]) -> bytes:
     """The CLI's MCP configuration: one stdio server per attached server, whose command is the
     stub (the `mcpServers` form Claude Code's --mcp-config and Cursor's mcp.json read)."""
-    import json
-
+    from ..canon import canonical_json  # (loaded already: json itself would cost the launch ~3 ms)
     from ..net import stub
 
     entries = {}
     for s in policy.get("mcp", ()):
         python, *args = stub.argv(policy["mcp_stub"], s["name"])
         entries[s["name"]] = {"type": "stdio", "command": python, "args": args, "env": {}}
-    return json.dumps({"mcpServers": entries}, indent=1).encode()
+    return canonical_json({"mcpServers": entries}).encode()
 
 
 def start(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> str:
@@ -93,12 +92,18 @@ def start(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> str:
     except OSError as exc:
         die(f"cannot start the session's MCP broker: {exc.strerror or exc}", EXIT_UNAVAILABLE)
     parent = os.getpid()
+    # The broker loads its code once this process has exec'd bubblewrap (the write end closes on
+    # exec): not on this launch's way, nor competing with it for a CPU. A stub that connects
+    # before waits in the listener's backlog.
+    go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            _broker(listener, table, os.path.join(directory, LOG_NAME), path, parent)
+            os.close(go_w)
+            _broker(listener, table, os.path.join(directory, LOG_NAME), path, parent, go_r)
         finally:
             os._exit(0)
+    os.close(go_r)  # go_w stays open until exec_closing closes it, just before the exec
     listener.close()
     return path
 
@@ -118,7 +123,7 @@ def binds(path: str, policy: dict[str, Any]) -> tuple[list[tuple[str, ...]], lis
     return [("--ro-bind-fd", str(sock_fd), stub.SOCKET), ("--ro-bind-data", str(conf_fd), stub.CONFIG)], [sock_fd, conf_fd]
 
 
-def _broker(listener: Any, table: dict[str, Any], log_path: str, path: str, parent: int) -> None:
+def _broker(listener: Any, table: dict[str, Any], log_path: str, path: str, parent: int, go: int) -> None:
     """The forked broker: bound to the launcher's life, nothing of the launcher's kept open but
     its listener, then serving until killed."""
     import _signal  # type: ignore[import-not-found]
@@ -145,9 +150,11 @@ def _broker(listener: Any, table: dict[str, Any], log_path: str, path: str, pare
         os.ftruncate(err, 0)
     os.dup2(err, 2)
     fd = listener.detach()  # the broker's socket object owns it from here
-    keep = sorted({0, 1, 2, fd, ended})
+    keep = sorted({0, 1, 2, fd, ended, go})
     for lo, hi in zip(keep, [*keep[1:], 65536], strict=True):
         os.closerange(lo + 1, hi)
+    os.read(go, 1)  # EOF: the launcher has exec'd bubblewrap (or ended)
+    os.close(go)
     import threading
 
     threading.Thread(target=_end_with, args=(ended, path), daemon=True).start()
