@@ -58,6 +58,11 @@ def test_login_refusals_are_one_line(jail_env):
     env = jail_env
     proc = env.run("login", "cursor")
     assert proc.returncode == 2 and "names no credential file" in proc.stderr and "Traceback" not in proc.stderr
+    # A session of yours that happens to have the login session's name is never taken for one.
+    env.json("start", "codex", "--mode", "isolated", "--name", "login-codex", "--detach")
+    proc = env.run("login", "codex")
+    assert proc.returncode == 2 and "did not start" in proc.stderr
+    assert next(r for r in env.json("list") if r["name"] == "login-codex")["status"] == "running"
     (env.config_dir).mkdir(parents=True, exist_ok=True)
     (env.config_dir / "config.toml").write_text("[providers.codex]\ncredentials = 1\n")
     proc = env.run("start", "codex", "--mode", "isolated", "--detach")

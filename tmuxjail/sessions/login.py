@@ -45,6 +45,9 @@ def login(ctx: Context, provider: str) -> dict:
     row = ctx.store.find(name_of(provider))
     if row is None:
         return begin(ctx, provider, adapter)
+    if row.provider != provider or row.start_request.env_name != LOGIN_ENV:
+        raise UsageError(f"a session named {row.name} exists that `tmuxjail login` did not start; it is left alone",
+                         hint=f"tmuxjail rename {row.name} NEW, then run `tmuxjail login {provider}` again")
     return finish(ctx, row, adapter)
 
 
