@@ -1,6 +1,7 @@
-"""Issue 31 on the pinned Codex (where scripts/install-certify-clis.sh installed it): started in an
-isolated jail with --mcp, offline, its own `codex mcp list` lists the operator's server as the
-stub tmuxjail gave it, and nothing the private home's config.toml added is hidden from `show`.
+"""Issue 31 with what certify/pins.json pins (where scripts/install-certify-clis.sh installed it):
+the pinned Codex, started in an isolated jail with --mcp, offline, lists the operator's server as
+the stub tmuxjail gave it (`codex mcp list`); and the npm `server-everything` runs behind the
+broker, reached from inside a jail.
 
 (Claude Code's `claude mcp list` reads only the configs it finds itself, never --mcp-config, and
 offline it stops at "Unable to connect" before it starts any server: its delivery is checked by
@@ -8,8 +9,12 @@ the adapter's tests and docs/mcp.md says so.)"""
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import have_jail, wait_until
@@ -37,3 +42,59 @@ def test_codex_lists_the_bridged_server_from_inside_its_jail(env):
     line = next(x for x in screen.splitlines() if x.split()[:1] == ["t"])
     assert "/usr/bin/python3" in line and "enabled" in screen, screen
     assert env.json("show", "c", "--mcp")["servers"][0]["command"] == os.path.realpath("/bin/cat")
+
+
+# Inside the jail, with the host's /usr python: the stub named by tmuxjail's config, spoken to as a
+# CLI speaks to an MCP stdio server.
+EVERYTHING_CLIENT = r"""
+import json, subprocess, sys
+e = json.load(open("/run/tmuxjail/mcp/config.json"))["mcpServers"]["everything"]
+p = subprocess.Popen([e["command"], *e["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def call(i, method, params):
+    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n").encode())
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i and "method" not in m:
+            return m
+out = {}
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "j", "version": "0"}})
+p.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'); p.stdin.flush()
+out["tools"] = [t["name"] for t in call(2, "tools/list", {})["result"]["tools"]]
+out["echo"] = call(3, "tools/call", {"name": "echo", "arguments": {"message": "hi"}})["result"]["content"][0]["text"]
+env_tool = call(4, "tools/call", {"name": "get-env", "arguments": {}})
+out["get-env"] = env_tool.get("error", {}).get("code")
+out["resources"] = call(5, "resources/list", {}).get("error", {}).get("code")
+print(json.dumps(out))
+"""
+
+
+def test_server_everything_behind_the_broker_from_inside_a_jail(env):
+    """The npm `@modelcontextprotocol/server-everything` (pinned), outside the jail in its own, with
+    a secret: the jail sees only the allowed `echo`; its `get-env` tool (which would print the
+    server's environment, secret included) and its resources are refused, never run."""
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    pkg = installed_bin("server-everything").parent / "@modelcontextprotocol" / "server-everything"
+    node = shutil.which("node")
+    if node is None or not os.path.realpath(node).startswith("/usr/"):
+        pytest.skip("node is not installed under /usr")
+    env.config_dir.mkdir(parents=True, exist_ok=True)
+    (env.config_dir / "config.toml").write_text(
+        f'[mcp.everything]\ncommand = "{os.path.realpath(node)}"\nargs = ["{pkg}/dist/index.js", "stdio"]\n'
+        f'read = ["{pkg.parent.parent}"]\nenv = ["SECRET"]\nnetwork = "none"\ntools = ["echo"]\n')
+    env.vars["SECRET"] = "everything-secret-" + secrets.token_hex(6)
+    row = env.json("start", "shell", "--mode", "isolated", "--mcp", "everything", "--name", "j", "--detach")
+    ws = Path(row["workspace"])
+    (ws / "client.py").write_text(EVERYTHING_CLIENT)
+    env.tmux("send-keys", "-t", row["tmux_pane"], "/usr/bin/python3 -I client.py > .out 2>&1; mv .out .done", "Enter")
+    wait_until((ws / ".done").exists, 60, "the client in the jail")
+    out = (ws / ".done").read_text()
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got == {"tools": ["echo"], "echo": "Echo: hi", "get-env": -32602, "resources": -32601}, out
+    assert env.vars["SECRET"] not in out
+    def counted() -> bool:  # (the broker saves its counters when the connection's end reaches it)
+        counts = {(c["tool"], c["decision"]) for c in env.json("show", "j", "--mcp")["counts"]}
+        return {("echo", "allowed"), ("get-env", "refused"), ("resources/list", "refused")} <= counts
+
+    wait_until(counted, 10, "the calls counted")
