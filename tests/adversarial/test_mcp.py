@@ -27,7 +27,15 @@ from test_escapes import Jail
 
 pytestmark = pytest.mark.adversarial
 STRICT = ("isolated", "verified")
-PYTHON = os.path.realpath(sys.executable)  # the venv's interpreter: the same in the jail (/usr)
+def jail_python() -> str:
+    """An interpreter the jail has (under /usr) that runs the SDK copied from this venv: this one,
+    or the system's of the same version (CI's venv runs pyenv's, in root's hidden home)."""
+    real = os.path.realpath(sys.executable)
+    same = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    return real if real.startswith("/usr/") else same if os.access(same, os.X_OK) else ""
+
+
+PYTHON = jail_python()
 ARG_MARK = "argument-marker-5e1b"
 
 
@@ -148,8 +156,8 @@ def copy_sdk(dest: Path) -> None:
 @pytest.fixture
 def mcp_world(jail_env):
     pytest.importorskip("mcp")
-    if not PYTHON.startswith("/usr/"):
-        pytest.skip(f"the jail runs the SDK with the host's /usr python; this one is {PYTHON}")
+    if not PYTHON:
+        pytest.skip(f"the jail runs the SDK with a /usr python of this version; there is none ({sys.executable})")
     env = jail_env
     srv = env.outside / "srv"
     srv.mkdir()
@@ -173,7 +181,7 @@ def write_config(env, tools: str = '["echo", "whoami"]') -> None:
 
     # The venv, and where its `mcp` is (a venv whose .pth names another's site-packages: mutate.py).
     site = os.path.dirname(os.path.dirname(mcp.__file__))
-    read = json.dumps(sorted({sys.prefix, site, str(env.server.parent)}))
+    read = json.dumps(sorted({sys.prefix, site, sys.base_prefix, str(env.server.parent)}))
     (env.config_dir / "config.toml").write_text(textwrap.dedent(f"""
         [mcp.t]
         command = "{env.server}"

@@ -96,7 +96,8 @@ def jailed_server(tmp: Path, tools: list[str] | None) -> dict:
     script = tmp / "server.py"
     script.write_text(SERVER)
     site = os.path.dirname(os.path.dirname(mcp.__file__))
-    read = sorted({sys.prefix, site, str(tmp)})
+    # The venv, where its `mcp` is, the interpreter the venv runs (pyenv's, in root's home, in CI).
+    read = sorted({sys.prefix, site, sys.base_prefix, str(tmp)})
     return {"argv": mcpjail.argv(BWRAP, sys.executable, [str(script)], read, "none", HOME),
             "env": {"SECRET": SECRET, "HOME": HOME, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             "tools": tools, "cwd": "/"}
