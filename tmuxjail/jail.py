@@ -203,8 +203,7 @@ def mcp_env(ctx: Context, pol: Policy, strict: bool = True) -> dict[str, dict[st
     out = {}
     for server in pol.mcp:
         try:
-            out[server.name] = mcpconf.secrets(mcpconf.Server(server.name, server.command, env=server.env,
-                                                              env_file=server.env_file), ctx.env)
+            out[server.name] = mcpconf.secrets(server, ctx.env)
         except TmuxjailError:
             if strict:
                 raise

@@ -23,6 +23,10 @@ import stat
 from .errors import ConfigError, SandboxUnavailable, UsageError
 from .record import Record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .effective import McpServer
+
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 TOOL_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
@@ -144,7 +148,7 @@ def env_file_values(path: str, where: str) -> dict[str, str]:
     return out
 
 
-def secrets(server: Server, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+def secrets(server: Server | McpServer, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
     """What the server's environment gets from the host: its env_file's values, then the named
     variables from tmuxjail's own environment. A name that is not set refuses the start."""
     where = f"mcp.{server.name}"

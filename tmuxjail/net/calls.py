@@ -9,6 +9,8 @@ import os
 import threading
 import time
 
+from .record import replace_file
+
 MAX_TOOL_NAME = 256  # in the log: a tool name is the jail's text
 SAVE_EVERY = 0.5  # s: the counters file is at most this much behind while calls come
 MAX_KEYS = 1000  # distinct (server, tool, decision) counters; the rest are counted as "(other)"
@@ -56,14 +58,7 @@ class CallLog:
 
     def _save_counts(self) -> None:
         self._saved, self._dirty = time.monotonic(), False
-        data = json.dumps([[*k, n] for k, n in self.counts.items()]).encode()
-        tmp = self.counts_path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.counts_path)
+        replace_file(self.counts_path, json.dumps([[*k, n] for k, n in self.counts.items()]).encode())
 
     def close(self) -> None:
         with self._lock:

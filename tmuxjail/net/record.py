@@ -48,6 +48,21 @@ def row(host: str, port: int, address: str, decision: str, rule: str, count: int
     return (json.dumps(r, ensure_ascii=True) + "\n").encode()
 
 
+
+def replace_file(path: str, data: bytes) -> None:
+    """path's content replaced by data (0600, written aside and renamed in, never through a
+    link); a counters file that cannot be written is left as it was (the next save tries again)."""
+    tmp = path + ".tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
 class Recorder:
     """The proxy's log and counters. Thread-safe; every write failure is counted, never raised."""
 
@@ -167,16 +182,7 @@ class Recorder:
                     + json.dumps({"destinations": self.dests, "other": self.other}, sort_keys=True) + "\n").encode()
         finally:
             self.lock.release()
-        tmp = self.counters_path + ".tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.counters_path)
-        except OSError:
-            pass
+        replace_file(self.counters_path, data)
 
     def flusher(self) -> None:
         """The proxy's thread that writes the aggregated rows and counters."""

@@ -45,7 +45,7 @@ def servers(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> dict[st
         out[s["name"]] = {
             "argv": mcpjail.argv(bwrap, s["command"], list(s.get("args", ())), list(s.get("read", ())),
                                  s.get("network", "host"), policy["home"]),
-            "env": env, "tools": s.get("tools"), "cwd": "/", "command": s["command"], "sha256": s["sha256"]}
+            "env": env, "tools": s.get("tools"), "cwd": "/"}
     return out
 
 
