@@ -30,10 +30,12 @@ class ClaudeCode(Adapter):
 
     def mcp_args(self, pol):
         # Strict modes: only tmuxjail's MCP configuration, read-only in the jail; never .mcp.json,
-        # the project's settings or the private home's, all of which the agent can write.
+        # the project's settings or the private home's, all of which the agent can write. One word
+        # with "=": --mcp-config takes several files, and would read a prompt right after it as one
+        # (today start_argv puts --session-id between them; this does not lean on that).
         if not pol.mode.strict or pol.backend != "bwrap":
             return []
-        return ["--strict-mcp-config", *(["--mcp-config", stub.CONFIG] if pol.mcp else [])]
+        return ["--strict-mcp-config", *([f"--mcp-config={stub.CONFIG}"] if pol.mcp else [])]
 
     def resume_argv(self, exe, native_id, extra, home="", cwd=""):
         # Never --continue ("the most recent conversation in the current directory"): another's.

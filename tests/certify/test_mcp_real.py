@@ -1,11 +1,9 @@
 """Issue 31 with what certify/pins.json pins (where scripts/install-certify-clis.sh installed it):
 the pinned Codex, started in an isolated jail with --mcp, offline, lists the operator's server as
-the stub tmuxjail gave it (`codex mcp list`); and the npm `server-everything` runs behind the
-broker, reached from inside a jail.
-
-(Claude Code's `claude mcp list` reads only the configs it finds itself, never --mcp-config, and
-offline it stops at "Unable to connect" before it starts any server: its delivery is checked by
-the adapter's tests and docs/mcp.md says so.)"""
+the stub tmuxjail gave it (`codex mcp list`); the pinned Claude Code, in its own isolated jail,
+offline, lists the bridged server as connected (`claude mcp list` runs MCP's handshake through the
+stub and the broker to the real server); and the npm `server-everything` runs behind the broker,
+reached from inside a jail."""
 
 from __future__ import annotations
 
@@ -69,12 +67,8 @@ print(json.dumps(out))
 """
 
 
-def test_server_everything_behind_the_broker_from_inside_a_jail(env):
-    """The npm `@modelcontextprotocol/server-everything` (pinned), outside the jail in its own, with
-    a secret: the jail sees only the allowed `echo`; its `get-env` tool (which would print the
-    server's environment, secret included) and its resources are refused, never run."""
-    if (why := have_jail()) is not None:
-        pytest.skip(why)
+def _everything_config(env) -> None:
+    """[mcp.everything]: the pinned npm server, run by the host's node, with a secret."""
     pkg = installed_bin("server-everything").parent / "@modelcontextprotocol" / "server-everything"
     node = shutil.which("node")
     if node is None or not os.path.realpath(node).startswith("/usr/"):
@@ -84,6 +78,15 @@ def test_server_everything_behind_the_broker_from_inside_a_jail(env):
         f'[mcp.everything]\ncommand = "{os.path.realpath(node)}"\nargs = ["{pkg}/dist/index.js", "stdio"]\n'
         f'read = ["{pkg.parent.parent}"]\nenv = ["SECRET"]\nnetwork = "none"\ntools = ["echo"]\n')
     env.vars["SECRET"] = "everything-secret-" + secrets.token_hex(6)
+
+
+def test_server_everything_behind_the_broker_from_inside_a_jail(env):
+    """The npm `@modelcontextprotocol/server-everything` (pinned), outside the jail in its own, with
+    a secret: the jail sees only the allowed `echo`; its `get-env` tool (which would print the
+    server's environment, secret included) and its resources are refused, never run."""
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    _everything_config(env)
     row = env.json("start", "shell", "--mode", "isolated", "--mcp", "everything", "--name", "j", "--detach")
     ws = Path(row["workspace"])
     (ws / "client.py").write_text(EVERYTHING_CLIENT)
@@ -98,3 +101,51 @@ def test_server_everything_behind_the_broker_from_inside_a_jail(env):
         return {("echo", "allowed"), ("get-env", "refused"), ("resources/list", "refused")} <= counts
 
     wait_until(counted, 10, "the calls counted")
+
+
+# In Claude Code's own jail, through a shell of that jail: the entry tmuxjail's config holds (the
+# stub) added where `claude mcp list` reads (it never reads --mcp-config), then listed; the list
+# starts each server and speaks MCP's handshake to it, through the stub and the broker.
+CLAUDE_LIST = r"""
+entry=$(/usr/bin/python3 -I -c 'import json; print(json.dumps(json.load(open("/run/tmuxjail/mcp/config.json"))["mcpServers"]["everything"]))')
+"$CLAUDE" mcp add-json -s user everything "$entry" >/dev/null
+"$CLAUDE" mcp list
+"""
+
+
+def test_claude_code_lists_the_bridged_server_as_connected_from_inside_its_jail(env):
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    bindir = installed_bin("claude-code")  # skips when the pin is not installed
+    _everything_config(env)
+    env.vars["PATH"] = f"{bindir}:{env.vars['PATH']}"
+    subprocess.run([*offline(bindir), "tmux", *env.tmux_flags, "new-session", "-d", "-s", "home"],
+                   env=env.environ(), check=True, timeout=30)
+    row = env.json("start", "claude-code", "--mode", "isolated", "--mcp", "everything", "--name", "c", "--detach",
+                   "--non-interactive", timeout=300)
+    claude = env.json("show", "c")["policy"]["executable"]["path"]
+    ws = Path(row["workspace"])
+    (ws / "list.sh").write_text(f"CLAUDE={claude}\n{CLAUDE_LIST}")
+    pane = env.json("shell", "c", "--detach")["shell_pane"]
+    env.tmux("send-keys", "-t", pane, "sh list.sh > .out 2>&1; mv .out .done", "Enter")
+    wait_until((ws / ".done").exists, 120, "claude mcp list in the jail")
+    out = (ws / ".done").read_text()
+    line = next((x for x in out.splitlines() if x.startswith("everything:")), out)
+    assert "/usr/bin/python3" in line and "Connected" in line, out
+    assert env.vars["SECRET"] not in out
+
+
+
+def test_claude_code_starts_the_server_it_is_given_through_mcp_config(env):
+    """The session's own delivery: the pinned Claude, run with -p in its jail (offline it cannot
+    answer, but it starts its MCP servers first), starts the broker's server from --mcp-config."""
+    if (why := have_jail()) is not None:
+        pytest.skip(why)
+    bindir = installed_bin("claude-code")
+    _everything_config(env)
+    env.vars["PATH"] = f"{bindir}:{env.vars['PATH']}"
+    subprocess.run([*offline(bindir), "tmux", *env.tmux_flags, "new-session", "-d", "-s", "home"],
+                   env=env.environ(), check=True, timeout=30)
+    env.json("start", "claude-code", "--mode", "isolated", "--mcp", "everything", "--name", "p", "--detach",
+             "--non-interactive", "--", "-p", "hello", timeout=300)
+    wait_until(lambda: "Starting" in env.run("show", "p", "--mcp").stdout, 60, "the server started for Claude's -p")

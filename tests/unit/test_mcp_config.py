@@ -91,7 +91,7 @@ def test_claude_code_obeys_only_tmuxjails_mcp_config_in_strict_modes():
     claude = get_adapter("claude-code")
     assert claude.mcp_args(Pol("compatibility")) == []
     assert claude.mcp_args(Pol("isolated")) == ["--strict-mcp-config"]
-    assert claude.mcp_args(Pol("verified", [SERVER])) == ["--strict-mcp-config", "--mcp-config", stub.CONFIG]
+    assert claude.mcp_args(Pol("verified", [SERVER])) == ["--strict-mcp-config", f"--mcp-config={stub.CONFIG}"]
 
 
 def test_codex_gets_each_server_as_the_stub_and_no_secret():

@@ -26,8 +26,7 @@ try:
  threading.Thread(target=up,daemon=True).start()
  while b:=s.recv(65536):
   while b:b=b[os.write(1,b):]
-except OSError:pass
-"""
+except OSError:pass"""  # (no newline at the end: Claude Code warns of whitespace around an argument)
 
 
 def argv(python: str, name: str) -> list[str]:
