@@ -14,6 +14,7 @@ import re
 # shell, or follows to more configuration or to another worktree or hook directory.
 RUNS = re.compile(r"""^(?:
     core\.(?:fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|worktree|alternaterefscommand)
+  | core\.attributesfile | gpg\.ssh\.allowedsignersfile | hook\..+\.command
   | diff\.external | sequence\.editor | interactive\.difffilter | web\.browser | gpg\.program
   | init\.templatedir | uploadpack\.packobjectshook | include\.path | includeif\..+\.path
   | sendemail\.(?:smtpserver|tocmd|cccmd|headercmd|sendmailcmd)
@@ -23,6 +24,9 @@ RUNS = re.compile(r"""^(?:
   | remote\..+\.(?:uploadpack|receivepack) | tar\..+\.command | trailer\..+\.(?:command|cmd)
   | lfs\.customtransfer\..+\.path | lfs\.extension\..+\.(?:clean|smudge)
 )$""", re.VERBOSE)
+# Keys whose whole value is a file or directory git reads or runs by path, relative to the work
+# tree: hooks, the attributes that route files to drivers, the SSH keys a signature is trusted by.
+FILE_KEYS = frozenset({"core.hookspath", "core.attributesfile", "gpg.ssh.allowedsignersfile"})
 BANG = re.compile(r"^(?:alias\..+|submodule\..+\.update)$")  # a command only when it starts with "!"
 PAGER = re.compile(r"^pager\..+$")  # a command unless it is a boolean
 BOOLS = frozenset({"", "true", "false", "yes", "no", "on", "off", "1", "0"})
@@ -217,7 +221,7 @@ def opaque(key: str, value: str | None) -> bool:
     program and its arguments (shell syntax, or an interpreter that runs what its arguments name):
     which of the work tree's files it runs cannot be told from its words."""
     k = key.lower()
-    if value is None or not runs(key, value) or is_include(k) or k == "core.hookspath" or k.endswith(".path") \
+    if value is None or not runs(key, value) or is_include(k) or k in FILE_KEYS or k.endswith(".path") \
             or ASKED.match(k):
         return False
     v = value.strip().lstrip("!").strip()
@@ -233,7 +237,7 @@ def opaque(key: str, value: str | None) -> bool:
 def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
     """(key, absolute path) of every file or directory a config's entries make git read or run by
     path: include.path and includeIf.*.path (relative to the config's own directory),
-    core.hooksPath (relative to the worktree), and the program of a command key when it is a path
+    FILE_KEYS such as core.hooksPath (relative to the worktree), and the program of a command key when it is a path
     (relative to the worktree, where git runs it; a `*.path` key such as mergetool.<tool>.path is
     that path whole, spaces and all; of a shell command, every word that is a path). `~` is
     expanded from HOME; bare program names are left out, and so are relative paths of a bare
@@ -246,7 +250,7 @@ def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
         base: str | None
         if is_include(k):
             paths, base = [value.strip()], config_dir
-        elif k == "core.hookspath":
+        elif k in FILE_KEYS:
             paths, base = [value.strip()], top
         elif k.endswith(".path"):  # a *.path key names the program whole (git quotes it); no `/`: on PATH
             paths, base = [value.strip()] if "/" in value else [], top

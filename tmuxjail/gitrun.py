@@ -77,7 +77,18 @@ def reason(stderr: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in (first or (lines[-1] if lines else "(no message)")))[:400]
 
 
-_LISTINGS: dict[tuple[str, str | None], str] = {}
+_LISTINGS: dict[tuple[str, str | None], tuple[str, list[tuple[str, str, str]]]] = {}
+
+
+def with_origins(out: str) -> tuple[str, list[tuple[str, str, str]]]:
+    """`git config --list -z --show-origin` output as the plain listing and as (file it came
+    from, or "" when no file, key, value) entries (pure)."""
+    items = out.split("\0")
+    entries = []
+    for origin, item in zip(items[0::2], items[1::2], strict=False):  # (a last "" has no pair)
+        key, _, value = item.partition("\n")
+        entries.append((origin[len("file:"):] if origin.startswith("file:") else "", key, value))
+    return "".join(f"{k}\n{v}\0" for _, k, v in entries), entries
 
 
 class Git:
@@ -103,10 +114,18 @@ class Git:
 
     def listing(self) -> str:
         """`git config --list -z` here, read once per repository and process."""
+        return self._listed()[0]
+
+    def origins(self) -> list[tuple[str, str, str]]:
+        """The listing's entries with the file each came from (a relative one is relative to
+        `where`): a relative include is read from its own file's directory."""
+        return self._listed()[1]
+
+    def _listed(self) -> tuple[str, list[tuple[str, str, str]]]:
         key = (self.where, self.git_dir)
         if key not in _LISTINGS:
-            done = self._call([*self._base(), "config", "--list", "-z"], check=False)
-            _LISTINGS[key] = done.stdout if done.returncode == 0 else ""
+            done = self._call([*self._base(), "config", "--list", "-z", "--show-origin"], check=False)
+            _LISTINGS[key] = with_origins(done.stdout if done.returncode == 0 else "")
         return _LISTINGS[key]
 
     def off(self) -> list[str]:

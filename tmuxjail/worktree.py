@@ -696,6 +696,7 @@ def linked(wt: dict, changed: list[dict], config: list[tuple[str, str]], listing
 
 
 ALL = "."  # the whole work tree
+PATH_KEY = "PATH"  # a directory of your PATH: its files run by their bare names
 ANYWHERE = "\0"  # linked(): a link that cannot be followed
 MAX_ALIASES = 100_000  # linked(): other paths of the changed files looked at, at most
 
@@ -1075,35 +1076,31 @@ def _packed_here(gfd: int) -> bool:
 
 
 def configured(wt: dict) -> list[tuple[str, str]]:
-    """(path in the work tree, the key) of what the repository's git config runs or reads by
-    path: core.hooksPath, a filter's or driver's program, an include (gitconfig.targets, over every
-    level of the config as git reads it for the repository). ALL (every file counts) for a
-    command git runs by itself whose words cannot be read as paths (gitconfig.opaque)."""
-    entries = []
-    for item in Git(wt["repo"]).listing().split("\0"):
-        if item:
-            key, _, value = item.partition("\n")
-            entries.append((key, value))
+    """(path in the work tree, the key) of what the host runs or reads by path: what the
+    repository's git config names (core.hooksPath, core.attributesFile, a filter's or driver's
+    program, an include: gitconfig.targets, over every level of the config as git reads it for the
+    repository, a relative include from its own file's directory), and the directories of your
+    PATH inside the work tree (their files run by name, PATH_KEY: direct children only). ALL
+    (every file counts) for a command git runs by itself whose words cannot be read as paths
+    (gitconfig.opaque)."""
     top = wt["repo"]
     tops = {top, os.path.realpath(top)}
-    found = gitconfig.targets(entries, wt["common"], top)
-    # A relative include is read from the directory of the file that names it, which the listing
-    # does not say: each one is also taken from the directory of every file included.
-    includes = [(k, v) for k, v in entries if gitconfig.is_include(k)]
-    bases, done = [os.path.dirname(p) for k, p in found if gitconfig.is_include(k)], {wt["common"]}
-    while bases and len(done) < 64:
-        base = bases.pop()
-        if base not in done:
-            done.add(base)
-            more = gitconfig.targets(includes, base, top)
-            found += more
-            bases += [os.path.dirname(p) for _, p in more]
-    out: list[tuple[str, str]] = [(ALL, key) for key, value in entries if gitconfig.opaque(key, value)]
+    found: list[tuple[str, str]] = []
+    out: list[tuple[str, str]] = []
+    for origin, key, value in Git(top).origins():
+        base = os.path.dirname(os.path.join(top, origin)) if origin else wt["common"]
+        found += gitconfig.targets([(key, value)], base, top)
+        if gitconfig.opaque(key, value):
+            out.append((ALL, key))
+    # git runs a filter's bare program name from the top of the work tree, through your PATH; so
+    # does your shell, from wherever you are: a relative or empty entry is taken from the top.
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        found.append((PATH_KEY, os.path.normpath(os.path.join(top, entry))))
     for key, path in found:
         # As named, and as the host resolves it (a path through a link to the repository).
         for where in {path, os.path.realpath(path)}:
             for t in tops:
-                if inside(where, t) and (rel := os.path.relpath(where, t)) not in [r for r, _ in out]:
+                if inside(where, t) and ((rel := os.path.relpath(where, t)), key) not in out:
                     out.append((rel, key))  # (".": the top itself, ALL: every file counts)
     return out
 
@@ -1124,10 +1121,13 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
             out.append({"path": f["path"], "entry": "submodule",
                         "trigger": "a submodule's commit: git submodule update checks out a whole tree nobody checked"})
             continue
-        at = next(((rel, key) for rel, key in config_paths or () if rel == ALL or inside(f["path"], rel)), None)
+        at = next(((rel, key) for rel, key in config_paths or ()
+                   if (os.path.dirname(f["path"]) == ("" if rel == "." else rel) if key == PATH_KEY
+                       else rel == ALL or inside(f["path"], rel))), None)
         if at is not None:
             rel, hit = at
-            why = (f"{hit} runs a command that could run any file of the work tree" if rel == ALL
+            why = (f"your shell and git run it by name (a directory of your {hit})" if hit == PATH_KEY
+                   else f"{hit} runs a command that could run any file of the work tree" if rel == ALL
                    else f"a host tool runs it ({hit})")
             out.append({"path": f["path"], "entry": hit, "trigger": why})
             continue

@@ -316,3 +316,24 @@ def test_route5_a_pth_in_the_projects_environment_is_named(world, mode):
     assert named.get(f"{rel}/evil.pth") == "python-pth" and named.get(f"{rel}/sitecustomize.py") == "python-site", named
     subprocess.run([str(ws / ".venv/bin/python"), "-c", "pass"], check=True, timeout=60)
     assert (env.outside / "ran.pth").exists()  # the route is real: the audit named it first
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_files_the_repository_config_reads_by_path_are_read_only(world, mode):
+    """Round five's trust-file leads in a plain workspace: core.attributesFile (routes files to
+    your filters and drivers) and gpg.ssh.allowedSignersFile (whose keys your git trusts) named
+    inside the work tree are as read-only in the jail as core.hooksPath is."""
+    env = world
+    ws = env.ws
+    ws.mkdir(parents=True, exist_ok=True)
+    host_git(env, ws, "init", "-q", check=True)
+    host_git(env, ws, "config", "core.attributesFile", "meta/attributes", check=True)
+    host_git(env, ws, "config", "gpg.ssh.allowedSignersFile", ".signers", check=True)
+    for rel in ("meta/attributes", ".signers"):
+        _write(ws / rel)
+    jail = Jail(env, mode)
+    out = jail.sh("set +e\n(echo '* filter=x' >> meta/attributes) 2>/dev/null && echo W1\n"
+                  "(echo 'a ssh-ed25519 AAAA' >> .signers) 2>/dev/null && echo W2\n"
+                  "mv .signers .s 2>/dev/null && echo M2\necho end", timeout=60)
+    assert out.split() == ["end"], out
+    assert (ws / "meta/attributes").read_text() == (ws / ".signers").read_text() == "orig\n"

@@ -6,6 +6,7 @@ repository, `tmuxjail diff`, `tmuxjail land`) and must run nothing of it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -759,6 +760,11 @@ CONFIG_SHAPES = {  # (config key, value, what the agent adds); {repo} and {link}
     "filter-bash-c": ("filter.x.clean", 'bash -c "tools/cl1 --quiet"', "tools/cl1"),
     "filter-cd-and": ("filter.x.clean", "cd tools && ./cl2", "tools/cl2"),
     "filter-python-m": ("filter.x.clean", "python3 -m tools.cl4", "tools/cl4.py"),
+    # round five's trust-file leads: files git reads by path, and a config-based hook (git 2.36+)
+    "attributes-file": ("core.attributesFile", "meta/attributes", "meta/attributes"),
+    "attributes-file-bare-name": ("core.attributesFile", "attrs", "attrs"),
+    "allowed-signers": ("gpg.ssh.allowedSignersFile", ".signers", ".signers"),
+    "config-hook": ("hook.lint.command", "tools/lint.sh", "tools/lint.sh"),
     "include-in-an-include": ("include.path", "../tools/git.cfg", "tools/more.cfg",
                               {"tools/git.cfg": "[include]\n\tpath = more.cfg\n", "tools/more.cfg": "[user]\n\tx = 1\n"}),
 }
@@ -791,6 +797,40 @@ def test_every_path_the_config_runs_asks_for_trust_files(world, shape):
     assert bad.returncode == 1 and "--trust-files" in bad.stderr, bad.stderr
     assert (repo / added).read_text() == before if user else not (repo / added).exists()
     assert not (env.outside / "ran").exists()
+
+
+def test_a_relative_include_of_your_home_config_is_read_from_home(world):
+    """Round five: ~/.gitconfig including a file of the repository by a path relative to home
+    (`path = work/repo/team.cfg`) was resolved from .git, so the agent's team.cfg (an fsmonitor)
+    landed without --trust-files. Each include is now read from its own file's directory."""
+    env = world
+    repo = _main(env)
+    rel = Path(os.path.relpath(repo, env.home))
+    (env.home / ".gitconfig").write_text(f"[include]\n\tpath = {rel}/team.cfg\n")
+    jail = _start(env, "isolated")
+    out = jail.sh(f"printf '[core]\\n\\tfsmonitor = touch {env.outside}/ran\\n' > team.cfg "
+                  "&& git add team.cfg && git commit -qm team && echo OK")
+    assert out.split() == ["OK"], out
+    _asks_trust(env, "team.cfg")
+    assert not (repo / "team.cfg").exists() and not (env.outside / "ran").exists()
+
+
+@pytest.mark.parametrize("entry", ["{repo}/bin", "bin"])
+def test_a_directory_of_your_path_inside_the_repository_asks_for_trust_files(world, entry):
+    """Round five: with the repository's bin/ on your PATH (as named, or relative: taken from
+    the top, where git runs a filter's bare program name), the agent's bin/ls runs at your next
+    `ls`. Its direct children need --trust-files; a file below them does not."""
+    env = world
+    repo = _main(env)
+    path = {"PATH": entry.format(repo=repo) + ":" + env.environ()["PATH"]}
+    jail = _start(env, "isolated")
+    out = jail.sh(f"mkdir -p bin/docs && printf '#!/bin/sh\\ntouch {env.outside}/ran\\n' > bin/ls && chmod +x bin/ls "
+                  "&& echo notes > bin/docs/README && git add bin && git commit -qm tools && echo OK")
+    assert out.split() == ["OK"], out
+    bad = env.run("land", "j", env_extra=path)
+    assert bad.returncode == 1 and "bin/ls" in bad.stderr and "bin/docs/README" not in bad.stderr, bad.stderr
+    assert not (repo / "bin").exists()
+    assert env.run("land", "j").returncode == 0  # (the same branch, without that PATH entry)
 
 
 def test_a_huge_change_is_shown_in_pieces_and_its_control_characters_escaped(world):

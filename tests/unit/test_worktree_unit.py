@@ -370,3 +370,12 @@ def test_a_way_back_in_is_resolved_on_the_host_only_while_outside(tmp_path):
     (top / "x").symlink_to("z")  # on disk x -> z; in the tree landed on, x may lead elsewhere
     assert worktree._back_in(str(tmp_path / "repo" / "x" / "env.sh"), str(top)) == [".", "x", "env.sh"]
     assert worktree._back_in(str(tmp_path / "elsewhere" / "a"), str(top)) is None
+
+
+def test_the_listing_keeps_where_each_entry_came_from():
+    out = ("file:/home/u/.gitconfig\0include.path\nwork/r/team.cfg\0file:.git/config\0core.bare\nfalse\0"
+           "command line:\0x.y\0")
+    plain, entries = gitrun.with_origins(out)
+    assert entries == [("/home/u/.gitconfig", "include.path", "work/r/team.cfg"), (".git/config", "core.bare", "false"),
+                       ("", "x.y", "")]
+    assert plain == "include.path\nwork/r/team.cfg\0core.bare\nfalse\0x.y\n\0"
