@@ -40,9 +40,11 @@ class Codex(Adapter):
         # then run inside the jail, with its limits): tmuxjail's servers hold no secret, only the stub.
         if not pol.mcp:
             return []
-        servers = ",".join(f"{s.name}={{command={json.dumps(pol.mcp_stub)},args=[{','.join(map(json.dumps, stub.argv(pol.mcp_stub, s.name)[1:]))}]}}"
-                           for s in pol.mcp)
-        return ["-c", f"mcp_servers={{{servers}}}"]
+        def entry(s):
+            command, *args = stub.command(pol.mcp_stub, s._asdict())
+            return f"{s.name}={{command={json.dumps(command)},args=[{','.join(map(json.dumps, args))}]}}"
+
+        return ["-c", f"mcp_servers={{{','.join(map(entry, pol.mcp))}}}"]
 
     def certify_child_args(self, probe, out):
         # Codex's own bubblewrap, nested inside ours; workspace-write so the probe can report.

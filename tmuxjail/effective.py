@@ -67,6 +67,7 @@ class McpServer(Record):
     network: str = "host"
     read: tuple[str, ...] = ()
     tools: tuple[str, ...] | None = None  # None: every tool the server lists
+    run: str = "host"  # "jail": in the agent's jail, the CLI's own child (no broker, no env, no tools)
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> McpServer:
@@ -75,7 +76,7 @@ class McpServer(Record):
                    tuple(str(a) for a in data.get("args", ())), tuple(str(n) for n in data.get("env", ())),
                    None if data.get("env_file") is None else str(data["env_file"]), str(data.get("network", "host")),
                    tuple(str(p) for p in data.get("read", ())),
-                   None if tools is None else tuple(str(t) for t in tools))
+                   None if tools is None else tuple(str(t) for t in tools), str(data.get("run", "host")))
 
 
 class Limits(Record):
@@ -170,6 +171,9 @@ class Policy(Record):
         if self.mcp and (not self.mode.strict or not self.mcp_stub.startswith("/")
                          or not all(s.command.startswith("/") for s in self.mcp)):
             raise ValueError("mcp: absolute commands and stub, in a strict mode only")
+        if any(s.run not in ("host", "jail") or (s.run == "jail" and (s.env or s.env_file or s.tools is not None))
+               for s in self.mcp):
+            raise ValueError("mcp: run is host or jail, and a server in the jail has no env, env_file or tools")
         if self.credentials and (not self.mode.strict or not all(
                 s.startswith("/") and below(d, self.home) for s, d in self.credentials)):
             raise ValueError("credentials: store files bound below the home, in a strict mode only")
@@ -181,6 +185,9 @@ class Policy(Record):
         for key in DROPPED_EMPTY:
             if not data[key]:
                 del data[key]
+        for server in data.get("mcp", ()):
+            if server["run"] == "host":  # (the policies made before run = "jail" keep their fingerprints)
+                del server["run"]
         return data
 
     @classmethod

@@ -7,9 +7,11 @@ name (`start --mcp NAME`), and the agent never names a command, an argument or a
     args = ["stdio"]
     env = ["GITHUB_TOKEN"]        # names from tmuxjail's own environment, for the server only
     env_file = "~/.config/tmuxjail/github.env"   # or KEY=VALUE lines from a file only you can read
-    run = "host"                  # outside the agent's jail, in a jail of its own
+    run = "host"                  # outside the agent's jail, in a jail of its own; or "jail":
+                                  # in the agent's (no env, env_file, network or tools then)
     network = "host"              # that jail's network: "host" or "none"
-    read = ["/opt/github-mcp"]    # more host paths it may read (its install, say)
+    read = ["/opt/github-mcp"]    # more host paths it may read (its install, say); with
+                                  # run = "jail", bound read-only into the agent's jail
     tools = ["search_issues"]     # only these are listed and callable (absent: all)
 
 Stdlib only: the config is read on every start."""
@@ -32,6 +34,12 @@ ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 TOOL_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
 KEYS = {"command", "args", "env", "env_file", "run", "network", "read", "tools"}
 MAX_ARGS = 64
+JAIL_REFUSED = {  # keys a server in the agent's jail cannot have, and why
+    "env": "the agent could read the server's environment (its secrets)",
+    "env_file": "the agent could read the server's environment (its secrets)",
+    "network": "the server has the jail's network",
+    "tools": "the agent can start the server itself, so an allowlist would hold nothing",
+}
 
 
 class Server(Record):
@@ -95,11 +103,15 @@ def parse(raw: object, source: str, home: str) -> dict[str, Server]:
         command = _path(body["command"], f"{where}.command", home)
         executable_file(command, f"{where}.command")
         run = body.get("run", "host")
+        if run not in ("host", "jail"):
+            raise ConfigError(f'{where}.run: must be "host" (outside the agent\'s jail, in one of its own) or "jail"')
         if run == "jail":
-            raise ConfigError(f'{where}.run: "jail" is not supported yet; use "host" (the server runs outside '
-                              "the agent's jail, in a jail of its own)")
-        if run != "host":
-            raise ConfigError(f'{where}.run: must be "host"')
+            # Inside the agent's jail the server is the agent's to start, read and trace: what would
+            # keep a secret or a tool from the agent is nothing tmuxjail could hold there.
+            held = next((k for k in JAIL_REFUSED if k in body), None)
+            if held is not None:
+                raise ConfigError(f'{where}.{held}: not with run = "jail": {JAIL_REFUSED[held]}; '
+                                  'use run = "host" for it')
         network = body.get("network", "host")
         if network not in ("host", "none"):
             raise ConfigError(f'{where}.network: must be "host" or "none"')

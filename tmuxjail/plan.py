@@ -85,7 +85,8 @@ def mcp_servers(cfg: config_mod.Config, names: tuple[str, ...], cache) -> tuple[
         mcpconf.executable_file(command, f"{cfg.source}: mcp.{name}.command")
         out.append(McpServer(name=name, command=command, sha256=identity.sha256_file(Path(command), cache),
                              args=server.args, env=server.env, env_file=server.env_file, network=server.network,
-                             read=tuple(sorted({os.path.realpath(p) for p in server.read})), tools=server.tools))
+                             read=tuple(sorted({os.path.realpath(p) for p in server.read})), tools=server.tools,
+                             run=server.run))
     return tuple(sorted(out))
 
 

@@ -180,7 +180,9 @@ def _check_worktree(worktree: tuple[str, str] | None, mode: Mode, facts: Facts) 
 
 def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[str, ...], jail_env: set[str]) -> None:
     """The broker runs a server outside the jail: nothing it runs or reads may be a file the
-    agent can write (a workspace, its private home or state, a path bound back writable)."""
+    agent can write (a workspace, its private home or state, a path bound back writable). A
+    server in the jail (run = "jail") has its command and read paths bound read-only into it:
+    the same holds (a bind would hide what the jail writes there), and none may hold the home."""
     if not req.mcp:
         return
     if not req.mode.strict:
@@ -197,6 +199,11 @@ def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[s
             raise UsageError(f"mcp.{server.name}: {both[0]} would enter the jail too (a capability of this session "
                              "passes it); a server's secret is for the server only",
                              hint="drop that capability, or give the server its secret in an env_file")
+        if server.run == "jail":  # its command and read paths are bound read-only into the agent's jail
+            wide = next((p for p in (server.command, *server.read) if inside(facts.home, p)), None)
+            if wide is not None:
+                raise UsageError(f"mcp.{server.name}.read: {wide} holds your home; with run = \"jail\" it would "
+                                 "be shown to the agent whole", hint="name the server's own directories instead")
         paths = [(p, [*writable, *facts.own_dirs]) for p in (server.command, *server.read)]
         if server.env_file:  # read by tmuxjail itself: its config directory is a fine place
             paths.append((server.env_file, [*writable, *(d for d in facts.own_dirs if d != facts.config_dir)]))
@@ -204,8 +211,9 @@ def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[s
             hit = next((w for w in roots if w and (inside(path, w) or inside(w, path))), None)
             if hit is not None:
                 raise UsageError(f"mcp.{server.name}: {path} overlaps {hit}, which the jail can write or "
-                                 "tmuxjail keeps; the broker runs the server outside the jail, so refusing",
-                                 hint="install the server outside the workspace (e.g. /usr/local or /opt)")
+                                 "tmuxjail keeps; " + ("its files are bound into the jail" if server.run == "jail"
+                                                       else "the broker runs the server outside the jail")
+                                 + ", so refusing", hint="install the server outside the workspace (e.g. /usr/local or /opt)")
 
 
 def _config_shares_a_dir(facts: Facts) -> bool:

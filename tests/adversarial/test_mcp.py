@@ -176,7 +176,7 @@ def mcp_world(jail_env):
     return env
 
 
-def write_config(env, tools: str = '["echo", "whoami"]') -> None:
+def write_config(env, tools: str = '["echo", "whoami"]', jail: bool = False) -> None:
     import mcp
 
     # The venv, and where its `mcp` is (a venv whose .pth names another's site-packages: mutate.py).
@@ -194,7 +194,7 @@ def write_config(env, tools: str = '["echo", "whoami"]') -> None:
         command = "{env.server}"
         read = {read}
         network = "none"
-    """))
+    """) + (f'\n[mcp.jl]\ncommand = "{env.server}"\nrun = "jail"\nread = {read}\n' if jail else ""))
 
 
 def run_in(jail: Jail, cmd: str, timeout: float = 60) -> dict:
@@ -354,11 +354,55 @@ def test_refusals_are_one_line_each(mcp_world):
     plain = env.outside / "not-executable"
     plain.write_text("#!/bin/sh\n")
     for body, words in (('command = "srv.py"', "absolute path"), (f'command = "{plain}"', "not an executable"),
-                        (f'command = "{env.server}"\nrun = "jail"', "not supported yet"),
+                        (f'command = "{env.server}"\nrun = "jail"\nenv = ["SECRET"]', "could read the server's"),
+                        (f'command = "{env.server}"\nrun = "jail"\nread = ["{env.home}"]', "holds your home"),
                         (f'command = "{env.server}"\ncolour = 1', "unknown key 'colour'")):
         (env.config_dir / "config.toml").write_text(f"[mcp.w]\n{body}\n")
         assert words in refused("--mode", "isolated", "--mcp", "w")
     assert env.tmux("ls", check=False) == ""
+
+
+# Run in the jail: start the server the config names for `jl` as a CLI would (its command, its
+# read paths and its interpreter are all there, read-only).
+IN_JAIL = textwrap.dedent("""
+    import json, subprocess
+    e = json.load(open("/run/tmuxjail/mcp/config.json"))["mcpServers"]["jl"]
+    p = subprocess.Popen([e["command"], *e["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "j", "version": "0"}}}).encode() + b"\\n")
+    p.stdin.flush()
+    first = json.loads(p.stdout.readline())
+    p.kill()
+    print(json.dumps({"command": e["command"], "init": "result" in first}))
+""")
+
+
+@pytest.mark.parametrize("mode", STRICT)
+def test_a_server_run_in_the_jail_is_the_agents_child_with_no_secret_and_never_the_brokers(mcp_world, mode):
+    """run = "jail": the CLI's config names the server itself, bound read-only into the jail with
+    its read paths; it runs among the jail's processes with the jail's environment (no secret of
+    the host's), every tool listed (no allowlist can hold there); the broker, there for the
+    session's host server t, refuses it by name; the agent cannot rewrite it."""
+    env = mcp_world
+    write_config(env, jail=True)
+    env.run("approve", "shell", "--yes", "--mcp", "t", "--mcp", "jl", check=True)
+    (env.ws / "in_jail.py").write_text(IN_JAIL)
+    jail = Jail(env, mode, extra=("--mcp", "jl", "--mcp", "t"))
+    got = run_in(jail, "in_jail.py")
+    assert got == {"command": str(env.server), "init": True}, got
+    direct = run_in(jail, f"client.py jl {ARG_MARK}")
+    assert sorted(direct["tools"]) == ["add", "echo", "secret_tool", "whoami"] and direct["echo"] == ARG_MARK
+    assert direct["whoami"] == hashlib.sha256(b"").hexdigest()  # SECRET is tmuxjail's, never the jail's
+    refused = run_in(jail, "raw.py /run/tmuxjail/mcp/broker.sock jl")["init"]
+    assert refused is None or refused[0] is False, refused
+    assert run_in(jail, "raw.py /run/tmuxjail/mcp/broker.sock t")["init"] == [True, None]
+    out = jail.sh(f"set +e\n(echo x >> {env.server}) 2>/dev/null && echo W\n"
+                  f"touch {env.server.parent}/planted 2>/dev/null && echo N\necho end")
+    assert out.split() == ["end"], out
+    rep = env.json("show", "j", "--mcp")
+    assert {s["name"]: s["run"] for s in rep["servers"]} == {"jl": "jail", "t": "host"}
+    assert "jl" not in {c["server"] for c in rep["counts"]}
+    assert "in the agent's jail" in env.run("show", "j", "--mcp", check=True).stdout
 
 
 def test_verified_mode_needs_the_server_approved_by_its_digest(mcp_world):

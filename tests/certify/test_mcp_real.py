@@ -67,8 +67,9 @@ print(json.dumps(out))
 """
 
 
-def _everything_config(env) -> None:
-    """[mcp.everything]: the pinned npm server, run by the host's node, with a secret."""
+def _everything_config(env, run: str = "host") -> None:
+    """[mcp.everything]: the pinned npm server, run by the host's node: outside the jail with a
+    secret, or (run = "jail") in the agent's jail, which has neither secrets nor an allowlist."""
     pkg = installed_bin("server-everything").parent / "@modelcontextprotocol" / "server-everything"
     node = shutil.which("node")
     if node is None or not os.path.realpath(node).startswith("/usr/"):
@@ -76,7 +77,8 @@ def _everything_config(env) -> None:
     env.config_dir.mkdir(parents=True, exist_ok=True)
     (env.config_dir / "config.toml").write_text(
         f'[mcp.everything]\ncommand = "{os.path.realpath(node)}"\nargs = ["{pkg}/dist/index.js", "stdio"]\n'
-        f'read = ["{pkg.parent.parent}"]\nenv = ["SECRET"]\nnetwork = "none"\ntools = ["echo"]\n')
+        f'read = ["{pkg.parent.parent}"]\n'
+        + ('env = ["SECRET"]\nnetwork = "none"\ntools = ["echo"]\n' if run == "host" else 'run = "jail"\n'))
     env.vars["SECRET"] = "everything-secret-" + secrets.token_hex(6)
 
 
@@ -113,11 +115,13 @@ entry=$(/usr/bin/python3 -I -c 'import json; print(json.dumps(json.load(open("/r
 """
 
 
-def test_claude_code_lists_the_bridged_server_as_connected_from_inside_its_jail(env):
+@pytest.mark.parametrize("run", ["host", "jail"])
+def test_claude_code_lists_the_bridged_server_as_connected_from_inside_its_jail(env, run):
+    """run = "host": through the stub and the broker; run = "jail": the server itself, in the jail."""
     if (why := have_jail()) is not None:
         pytest.skip(why)
     bindir = installed_bin("claude-code")  # skips when the pin is not installed
-    _everything_config(env)
+    _everything_config(env, run)
     env.vars["PATH"] = f"{bindir}:{env.vars['PATH']}"
     subprocess.run([*offline(bindir), "tmux", *env.tmux_flags, "new-session", "-d", "-s", "home"],
                    env=env.environ(), check=True, timeout=30)
@@ -131,7 +135,7 @@ def test_claude_code_lists_the_bridged_server_as_connected_from_inside_its_jail(
     wait_until((ws / ".done").exists, 120, "claude mcp list in the jail")
     out = (ws / ".done").read_text()
     line = next((x for x in out.splitlines() if x.startswith("everything:")), out)
-    assert "/usr/bin/python3" in line and "Connected" in line, out
+    assert ("/usr/bin/python3" if run == "host" else "dist/index.js stdio") in line and "Connected" in line, out
     assert env.vars["SECRET"] not in out
 
 

@@ -39,8 +39,11 @@ def test_a_server_is_parsed_with_its_defaults(exe):
     ('command = "/usr/../bin/sh"', "not a plain absolute path"),
     ('command = "/nonexistent/x"', "No such file"),
     ('command = "{plain}"', "not an executable regular file"),
-    ('command = "{exe}"\nrun = "jail"', "not supported yet"),
     ('command = "{exe}"\nrun = "cloud"', 'must be "host"'),
+    ('command = "{exe}"\nrun = "jail"\nenv = ["T"]', "could read the server's environment"),
+    ('command = "{exe}"\nrun = "jail"\nenv_file = "/x"', "could read the server's environment"),
+    ('command = "{exe}"\nrun = "jail"\nnetwork = "none"', "the jail's network"),
+    ('command = "{exe}"\nrun = "jail"\ntools = ["a"]', "an allowlist would hold nothing"),
     ('command = "{exe}"\nnetwork = "proxy"', 'must be "host" or "none"'),
     ('command = "{exe}"\ncolour = 1', "unknown key 'colour'"),
     ('command = "{exe}"\nenv = ["A B"]', "not accepted"),
@@ -111,6 +114,25 @@ def test_the_clis_mcp_config_names_the_stub_for_each_server():
     data = json.loads(config_data({"mcp": [SERVER._asdict()], "mcp_stub": "/usr/bin/python3"}))
     entry = data["mcpServers"]["gh"]
     assert [entry["command"], *entry["args"]] == stub.argv("/usr/bin/python3", "gh") and entry["env"] == {}
+
+
+JAILED = McpServer("lint", "/opt/lint/bin/lint", "sha256:y", ("--stdio",), read=("/opt/lint",), run="jail")
+
+
+def test_a_server_in_the_jail_is_run_by_the_cli_itself_and_keeps_old_fingerprints(exe):
+    from tmuxjail.pane.mcp import config_data, on_host
+    from tmuxjail.sandbox.bwrap import jail_mcp_paths
+
+    assert parse(f'[mcp.l]\ncommand = "{exe}"\nrun = "jail"\nread = ["/opt/l"]\n')["l"].run == "jail"
+    pol = {"mcp": [SERVER._asdict(), JAILED._asdict()], "mcp_stub": "/usr/bin/python3"}
+    entry = json.loads(config_data(pol))["mcpServers"]["lint"]
+    assert [entry["command"], *entry["args"]] == ["/opt/lint/bin/lint", "--stdio"]
+    assert [s["name"] for s in on_host(pol)] == ["gh"]  # the broker's table: never the jail's server
+    assert jail_mcp_paths(pol) == ["/opt/lint", "/opt/lint/bin/lint"]
+    import tomllib
+
+    table = tomllib.loads(get_adapter("codex").mcp_args(Pol("isolated", [SERVER, JAILED]))[1])["mcp_servers"]
+    assert table["lint"] == {"command": "/opt/lint/bin/lint", "args": ["--stdio"]}
 
 
 def test_only_the_clis_that_take_them_accept_servers():

@@ -12,7 +12,7 @@ from test_policy import HOME, USER_LIMITS, facts
 
 from tmuxjail import identity, policy, profiles
 from tmuxjail.adapters import get as adapter
-from tmuxjail.effective import ExecutableIdentity, Policy
+from tmuxjail.effective import ExecutableIdentity, McpServer, Policy
 from tmuxjail.registry import Mode
 
 WS = (f"{HOME}/src/app", f"{HOME}/src/lib")
@@ -93,3 +93,16 @@ def test_a_policy_whose_invariants_fail_is_never_built(change, error):
     data = {**_resolve("isolated-proxy").to_data(), **change}
     with pytest.raises(ValueError, match=error):
         Policy.from_data(data)
+
+
+def test_a_host_mcp_server_keeps_the_form_it_had_before_run_jail():
+    """A server of run = "host" is stored without `run` (as before run = "jail" existed, so its
+    sessions resume); one in the jail says so; both read back as themselves."""
+    pol = _resolve("isolated-none")._replace(
+        mcp=(McpServer("gh", "/opt/gh", "sha256:x"), McpServer("l", "/opt/l", "sha256:y", run="jail")),
+        mcp_stub="/usr/bin/python3")
+    data = pol.to_data()
+    assert "run" not in data["mcp"][0] and data["mcp"][1]["run"] == "jail"
+    assert Policy.from_data(json.loads(json.dumps(data))) == pol
+    with pytest.raises(ValueError, match="no env, env_file or tools"):
+        Policy.from_data({**data, "mcp": [{**data["mcp"][1], "tools": ["x"]}]})

@@ -85,8 +85,8 @@ AGENT_MCP = {
 def mcp_report(ctx: Context, d: dict) -> dict:
     """The session's MCP servers (as its policy records them) and its broker's call log."""
     pol = d.get("policy") or {}
-    servers = [{k: s.get(k) for k in ("name", "command", "sha256", "args", "env", "network", "tools")}
-               for s in pol.get("mcp", ())]
+    servers = [{**{k: s.get(k) for k in ("name", "command", "sha256", "args", "env", "network", "tools")},
+                "run": s.get("run", "host")} for s in pol.get("mcp", ())]
     directory = session_dir(str(ctx.paths.store), d["id"])
     calls = broker.read_log(directory + "/" + LOG_NAME)
     counts = broker.read_counts(directory + "/" + LOG_NAME)  # every call, whatever the log rotated away
@@ -105,7 +105,9 @@ def mcp_text(rep: dict) -> str:
     lines = [f"{rep['name']}: MCP servers"]
     for s in rep["servers"]:
         tools = "all tools" if s["tools"] is None else "tools: " + ", ".join(s["tools"])
-        lines.append(f"  {s['name']}: {s['command']} ({str(s['sha256'])[:19]}…), network {s['network']}, {tools}")
+        where = ("in the agent's jail, its calls neither filtered nor logged" if s.get("run") == "jail"
+                 else f"network {s['network']}, {tools}")
+        lines.append(f"  {s['name']}: {s['command']} ({str(s['sha256'])[:19]}…), {where}")
     if not rep["servers"]:
         lines.append("  none attached")
     if rep["agent_config"]:

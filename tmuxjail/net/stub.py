@@ -32,3 +32,11 @@ except OSError:pass"""  # (no newline at the end: Claude Code warns of whitespac
 def argv(python: str, name: str) -> list[str]:
     """The stub's command line for the MCP server `name` (what the CLI's MCP config runs)."""
     return [python, "-I", "-S", "-c", CODE, name]
+
+
+def command(python: str, server: dict) -> list[str]:
+    """What the CLI's MCP configuration runs for an attached server (a policy's `mcp` entry): the
+    stub to the broker, or a server that runs in the jail (run = "jail") itself."""
+    if server.get("run", "host") == "jail":
+        return [server["command"], *server.get("args", ())]
+    return argv(python, server["name"])

@@ -83,7 +83,7 @@ def main(argv: list[str]) -> None:
     if policy.get("mcp"):
         from . import mcp
 
-        broker = mcp.start(spec, policy, call.path)
+        broker = mcp.start(spec, policy, call.path) if mcp.on_host(policy) else None
     own_session_keyring()
     if os.getuid() == 0:
         root_process_limit(policy, str(spec["session_id"]))
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> None:
             die(f"cannot scope the jail away from abstract unix sockets: {exc}", EXIT_UNAVAILABLE)
     own_namespace(policy)
     bind_fds = fd_binds(call)
-    if broker is not None:
+    if policy.get("mcp"):
         entries, fds = mcp.binds(broker, policy)
         call.late += entries
         bind_fds += fds

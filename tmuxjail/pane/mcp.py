@@ -39,7 +39,7 @@ def servers(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> dict[st
     base = {"PATH": STRICT_PATH, "HOME": policy["home"]}
     base.update({k: v for k, v in spec["env"].items() if k in PASSED})
     out = {}
-    for s in policy["mcp"]:
+    for s in on_host(policy):
         env = dict(base)
         env.update({k: str(v) for k, v in (secrets.get(s["name"]) or {}).items() if not k.startswith("TMUX")})
         out[s["name"]] = {
@@ -49,16 +49,23 @@ def servers(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> dict[st
     return out
 
 
+def on_host(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    """The servers the broker runs (run = "host"); one with run = "jail" is the CLI's own child,
+    and a broker asked for it refuses it as a server it was not given."""
+    return [s for s in policy.get("mcp", ()) if s.get("run", "host") == "host"]
+
+
 def config_data(policy: dict[str, Any]) -> bytes:
-    """The CLI's MCP configuration: one stdio server per attached server, whose command is the
-    stub (the `mcpServers` form Claude Code's --mcp-config and Cursor's mcp.json read)."""
+    """The CLI's MCP configuration: one stdio server per attached server (the `mcpServers` form
+    Claude Code's --mcp-config and Cursor's mcp.json read), whose command is the stub, or for a
+    server that runs in the jail its own command (net.stub.command)."""
     from ..canon import canonical_json  # (loaded already: json itself would cost the launch ~3 ms)
     from ..net import stub
 
     entries = {}
     for s in policy.get("mcp", ()):
-        python, *args = stub.argv(policy["mcp_stub"], s["name"])
-        entries[s["name"]] = {"type": "stdio", "command": python, "args": args, "env": {}}
+        command, *args = stub.command(policy["mcp_stub"], s)
+        entries[s["name"]] = {"type": "stdio", "command": command, "args": args, "env": {}}
     return canonical_json({"mcpServers": entries}).encode()
 
 
@@ -108,19 +115,23 @@ def start(spec: dict[str, Any], policy: dict[str, Any], bwrap: str) -> str:
     return path
 
 
-def binds(path: str, policy: dict[str, Any]) -> tuple[list[tuple[str, ...]], list[int]]:
-    """The jail's binds of the broker (bubblewrap options) and the fds they need: opened in the
+def binds(path: str | None, policy: dict[str, Any]) -> tuple[list[tuple[str, ...]], list[int]]:
+    """The jail's binds of the broker's socket (none without a broker: every server in the jail)
+    and of the MCP configuration (bubblewrap options), and the fds they need: opened in the
     launcher's own mount namespace (bubblewrap binds from an fd only a mount of its namespace)."""
     from ..net import stub
 
     try:
-        sock_fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        sock_fd = None if path is None else os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         conf_fd = os.memfd_create("tmuxjail-mcp", os.MFD_CLOEXEC)
         os.write(conf_fd, config_data(policy))
         os.lseek(conf_fd, 0, os.SEEK_SET)
     except OSError as exc:
         die(f"cannot bind the session's MCP broker into the jail: {exc.strerror or exc}", EXIT_UNAVAILABLE)
-    return [("--ro-bind-fd", str(sock_fd), stub.SOCKET), ("--ro-bind-data", str(conf_fd), stub.CONFIG)], [sock_fd, conf_fd]
+    conf = ("--ro-bind-data", str(conf_fd), stub.CONFIG)
+    if sock_fd is None:
+        return [conf], [conf_fd]
+    return [("--ro-bind-fd", str(sock_fd), stub.SOCKET), conf], [sock_fd, conf_fd]
 
 
 def _broker(listener: Any, table: dict[str, Any], log_path: str, path: str, parent: int, go: int) -> None:

@@ -100,6 +100,12 @@ def agent_roots(policy: dict[str, Any]) -> list[str]:
             *(store for store, _ in policy.get("credentials", ()))]
 
 
+def jail_mcp_paths(policy: dict[str, Any]) -> list[str]:
+    """What the MCP servers that run in the agent's jail (run = "jail") need there: each command
+    and read path, bound read-only (policy._check_mcp: none of them is a tree the jail can write)."""
+    return sorted({p for s in policy.get("mcp", ()) if s.get("run") == "jail" for p in (s["command"], *s.get("read", ()))})
+
+
 class Bwrap:
     name = NAME
 
@@ -189,6 +195,7 @@ class Bwrap:
             if not inside_any(root, SYSTEM_DIRS):
                 binds.append(("--ro-bind", root))
         binds += [("--ro-bind-try", p) for p in policy["host_read"]]
+        binds += [("--ro-bind", p) for p in jail_mcp_paths(policy)]
         binds += [("--bind-try", p) for p in policy["host_write"]]
         binds += [("--ro-bind", p) for p in policy["workspace_read"]]
         binds += [("--bind", p) for p in policy["workspace_write"]]
@@ -205,7 +212,7 @@ class Bwrap:
             out.append(("--ro-bind", path, path))
         out += _masks(host) + _agent(policy, host)
         visible = (*policy["workspace_write"], *policy["workspace_read"], *policy["host_write"],
-                   *policy["host_read"], *policy["install_roots"])
+                   *policy["host_read"], *policy["install_roots"], *jail_mcp_paths(policy))
         out += self._tmux_masks(host, within=visible)
         # bwrap's own root is an unsized tmpfs, and the directories it made there for mount points
         # (/home, /home/you, ...) are in it: read-only from here on.
