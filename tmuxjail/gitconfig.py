@@ -14,10 +14,11 @@ import re
 # shell, or follows to more configuration or to another worktree or hook directory.
 RUNS = re.compile(r"""^(?:
     core\.(?:fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|worktree|alternaterefscommand)
-  | core\.attributesfile | gpg\.ssh\.allowedsignersfile | hook\..+\.command
+  | core\.attributesfile | gpg\.ssh\.(?:allowedsignersfile|revocationfile) | hook\..+\.command
+  | http\.(?:.+\.)?sslca(?:info|path) | imap\.tunnel
   | diff\.external | sequence\.editor | interactive\.difffilter | web\.browser | gpg\.program
   | init\.templatedir | uploadpack\.packobjectshook | include\.path | includeif\..+\.path
-  | sendemail\.(?:smtpserver|tocmd|cccmd|headercmd|sendmailcmd)
+  | sendemail\.(?:.+\.)?(?:smtpserver|tocmd|cccmd|headercmd|sendmailcmd)
   | credential\.(?:.+\.)?helper | filter\..+\.(?:clean|smudge|process)
   | diff\..+\.(?:textconv|command) | merge\..+\.driver | gpg\..+\.program | gpg\.ssh\.defaultkeycommand
   | (?:difftool|mergetool|man|browser|guitool)\..+\.(?:cmd|path)
@@ -25,8 +26,10 @@ RUNS = re.compile(r"""^(?:
   | lfs\.customtransfer\..+\.path | lfs\.extension\..+\.(?:clean|smudge)
 )$""", re.VERBOSE)
 # Keys whose whole value is a file or directory git reads or runs by path, relative to the work
-# tree: hooks, the attributes that route files to drivers, the SSH keys a signature is trusted by.
-FILE_KEYS = frozenset({"core.hookspath", "core.attributesfile", "gpg.ssh.allowedsignersfile"})
+# tree: hooks, the attributes that route files to drivers, the SSH keys a signature is trusted or
+# revoked by, the certificates a fetch trusts.
+FILE_KEYS = re.compile(r"^(?:core\.hookspath|core\.attributesfile|gpg\.ssh\.(?:allowedsignersfile|revocationfile)"
+                       r"|http\.(?:.+\.)?sslca(?:info|path))$")
 BANG = re.compile(r"^(?:alias\..+|submodule\..+\.update)$")  # a command only when it starts with "!"
 PAGER = re.compile(r"^pager\..+$")  # a command unless it is a boolean
 BOOLS = frozenset({"", "true", "false", "yes", "no", "on", "off", "1", "0"})
@@ -213,7 +216,8 @@ INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "env", "ex
 SHELL_SYNTAX = re.compile(r"[;&|<>$`()\n\\{}*?]")
 # Keys run only when you ask (an alias you type, a pager, an editor, a credential helper at a push):
 # their paths count (targets), their shell syntax does not make every file count.
-ASKED = re.compile(r"^(?:alias\..+|core\.pager|pager\..+|core\.editor|sequence\.editor|credential\..+)$")
+ASKED = re.compile(r"^(?:alias\..+|core\.pager|pager\..+|core\.editor|sequence\.editor|credential\..+"
+                   r"|imap\.tunnel|sendemail\..+)$")
 
 
 def opaque(key: str, value: str | None) -> bool:
@@ -221,7 +225,7 @@ def opaque(key: str, value: str | None) -> bool:
     program and its arguments (shell syntax, or an interpreter that runs what its arguments name):
     which of the work tree's files it runs cannot be told from its words."""
     k = key.lower()
-    if value is None or not runs(key, value) or is_include(k) or k in FILE_KEYS or k.endswith(".path") \
+    if value is None or not runs(key, value) or is_include(k) or FILE_KEYS.match(k) or k.endswith(".path") \
             or ASKED.match(k):
         return False
     v = value.strip().lstrip("!").strip()
@@ -248,12 +252,14 @@ def targets(entries, config_dir: str, top: str | None) -> list[tuple[str, str]]:
             continue
         k = key.lower()
         base: str | None
+        # A path taken whole as git keeps it (a quoted value keeps its spaces) and stripped.
+        whole = list(dict.fromkeys([value, value.strip()])) if value.strip() else []
         if is_include(k):
-            paths, base = [value.strip()], config_dir
-        elif k in FILE_KEYS:
-            paths, base = [value.strip()], top
+            paths, base = whole, config_dir
+        elif FILE_KEYS.match(k):
+            paths, base = whole, top
         elif k.endswith(".path"):  # a *.path key names the program whole (git quotes it); no `/`: on PATH
-            paths, base = [value.strip()] if "/" in value else [], top
+            paths, base = whole if "/" in value else [], top
         else:  # a shell command: each word that is a path (a bare program name is looked up on PATH)
             paths, base = _paths_in(value), top
         for path in paths:

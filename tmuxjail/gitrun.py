@@ -7,6 +7,7 @@ a git directory a jail could write: only in the user's repository and in directo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 
@@ -77,7 +78,14 @@ def reason(stderr: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in (first or (lines[-1] if lines else "(no message)")))[:400]
 
 
-_LISTINGS: dict[tuple[str, str | None], tuple[str, list[tuple[str, str, str]]]] = {}
+_LISTINGS: dict[tuple, tuple[str, list[tuple[str, str, str]]]] = {}
+_USER_CONFIG = re.compile(r"^GIT_CONFIG(?:_GLOBAL|_SYSTEM|_NOSYSTEM|_COUNT|_PARAMETERS|_KEY_\d+|_VALUE_\d+)?$")
+
+
+def user_config_env() -> dict[str, str]:
+    """The caller's GIT_CONFIG* variables: which config your own git reads (env drops them for
+    tmuxjail's calls; what your git will run later is read with them: worktree.configured)."""
+    return {k: v for k, v in os.environ.items() if _USER_CONFIG.match(k)}
 
 
 def with_origins(out: str) -> tuple[str, list[tuple[str, str, str]]]:
@@ -122,7 +130,7 @@ class Git:
         return self._listed()[1]
 
     def _listed(self) -> tuple[str, list[tuple[str, str, str]]]:
-        key = (self.where, self.git_dir)
+        key = (self.where, self.git_dir, *sorted((self.extra_env or {}).items()))
         if key not in _LISTINGS:
             done = self._call([*self._base(), "config", "--list", "-z", "--show-origin"], check=False)
             _LISTINGS[key] = with_origins(done.stdout if done.returncode == 0 else "")

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import tmuxjail
 
-from . import ahead, gitconfig, trust
+from . import ahead, gitconfig, gitglobal, trust
 from .ahead import Ahead
 from .budget import USER_COUNTS
+from .gitglobal import read_regular as _read
 from .pane.command import is_launcher
 from .record import Record
 from .sandbox import HostLayout
@@ -258,20 +259,6 @@ class Guards(Record):
     capped: str | None  # why the walk may have missed one (the start refuses), or None
 
 
-def _read(path: str, limit: int) -> str | None:
-    """A regular file's text, never through a link, never blocking on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, limit).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
-
-
 def _gitdir_of(dot_git: str) -> str | None:
     """The `gitdir:` a `.git` file names (worktrees, submodules), or None."""
     line = (_read(dot_git, 4096) or "").split("\n", 1)[0].strip()
@@ -376,10 +363,17 @@ def guards(workspaces) -> Guards:
             sub_hd = trust.descend(name, hd)
             if sub_hd is not None:
                 todo.append((e.path, depth + 1, sub_hd))
+    glob = gitglobal.configs() if repos else []
     for gitdir, top in repos:
-        for p in _config_targets(gitdir, top):
+        named = _config_targets(gitdir, top)
+        for name, _, entries in glob:
+            named += [p for _, p in gitconfig.targets(entries, os.path.dirname(name), top)]
+        for p in named:
             if inside_any(p, roots) and os.path.lexists(p) and not inside_any(p, git):
                 git.add(p)
+    for _, real, _ in glob:  # a dotfiles workspace: ~/.gitconfig -> ws/gitconfig
+        if inside_any(real, roots) and not inside_any(real, git):
+            git.add(real)
     return Guards(tuple(sorted(git)), tuple(sorted(trusted - git)), capped)
 
 

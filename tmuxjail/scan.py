@@ -21,7 +21,7 @@ import os
 import stat
 import time
 
-from . import gitconfig, trust
+from . import gitconfig, gitglobal, trust
 from .canon import sha256
 from .subpath import below, inside_any
 
@@ -71,6 +71,7 @@ class Scan:
         self.budget = READ_BUDGET
         self.cat = trust.catalogue()
         self.deadline = deadline  # time.monotonic() past which the walk stops (a reason in capped)
+        self._globals: list | None = None  # gitglobal.configs(), read at the first repository
 
     # -- results ----------------------------------------------------------------------------
     def add(self, kind: str, path: str, detail: str, material: str = "", key: str = "",
@@ -268,6 +269,14 @@ class Scan:
             for line in bad:
                 self.add("git-config", cpath, f"line {line} not understood (check it by hand)",
                          text or "", key=f"line{line}")
+        if not bare:  # your global config's paths relative to a work tree (core.hooksPath = .githooks)
+            if self._globals is None:
+                self._globals = gitglobal.configs()
+            top = os.path.dirname(path)
+            for name, _, entries in self._globals:
+                for key, target in gitconfig.targets(entries, os.path.dirname(name), top):
+                    if self.inside(target) and not below(target, path):
+                        self._target(key, target, name)
         e = names.get("commondir")
         if e is not None and e.is_file(follow_symlinks=False):
             text, digest = self.read(dfd, "commondir")

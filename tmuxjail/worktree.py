@@ -30,7 +30,7 @@ from . import gitconfig
 from .config import load as load_config
 from .effective import JAIL_GITDIR, JAIL_OBJECTS
 from .errors import TmuxjailError, UsageError
-from .gitrun import Git, GitError, reason
+from .gitrun import Git, GitError, reason, user_config_env
 from .paths import remove_tree
 from .registry import Mode
 from .subpath import inside
@@ -696,7 +696,15 @@ def linked(wt: dict, changed: list[dict], config: list[tuple[str, str]], listing
 
 
 ALL = "."  # the whole work tree
-PATH_KEY = "PATH"  # a directory of your PATH: its files run by their bare names
+PATH_KEY = "PATH"  # a directory of your PATH: its executables run by their bare names
+PATH_REL_KEY = "PATH (relative)"  # a relative entry of your PATH: taken from wherever you are
+PATH_LINK_KEY = "a link on your PATH"
+MAX_CONFIG = 1 << 20  # an include read here (not by git): read up to this much
+SYSTEM_BINS = frozenset({"/usr/bin", "/usr/sbin", "/bin", "/sbin"})
+# Catalogue entries the audit only reports in a workspace (agents legitimately edit most of
+# these) that a landing still asks about: Python runs them at its every start, without asking.
+LAND_ASKS = frozenset({"python-pth", "python-pth-dist", "sitecustomize", "usercustomize", "pyvenv-cfg"})
+MAX_PATH_LINKS = 10_000  # per directory
 ANYWHERE = "\0"  # linked(): a link that cannot be followed
 MAX_ALIASES = 100_000  # linked(): other paths of the changed files looked at, at most
 
@@ -846,7 +854,8 @@ def _land(wt: dict, main: Git, into: str, target: str, commit: str, move: Callab
     else:
         new, kind = _merged(wt, main, into, target, commit, how, new_commits)
         changed = _change(wt, new, target)
-    config = configured(wt)
+    at = checked_out(trees.done("listing the repository's work trees"), into)
+    config = configured(wt, at)
     trusted = host_trusted(changed, config)
     named = {t["path"] for t in trusted}
     trusted += linked(wt, [f for f in changed if f["path"] not in named], config,
@@ -857,7 +866,6 @@ def _land(wt: dict, main: Git, into: str, target: str, commit: str, move: Callab
                             f"{listed}; nothing changed",
                             hint=f"read them (tmuxjail diff {wt['name']}), then land with --trust-files",
                             data={"trusted": trusted})
-    at = checked_out(trees.done("listing the repository's work trees"), into)
     if at is not None:
         _nothing_in_the_way(at, changed)
         # The branch's own checkout moves with it; git refuses (and changes nothing) when local
@@ -1075,34 +1083,108 @@ def _packed_here(gfd: int) -> bool:
         os.close(fd)
 
 
-def configured(wt: dict) -> list[tuple[str, str]]:
-    """(path in the work tree, the key) of what the host runs or reads by path: what the
-    repository's git config names (core.hooksPath, core.attributesFile, a filter's or driver's
-    program, an include: gitconfig.targets, over every level of the config as git reads it for the
-    repository, a relative include from its own file's directory), and the directories of your
-    PATH inside the work tree (their files run by name, PATH_KEY: direct children only). ALL
-    (every file counts) for a command git runs by itself whose words cannot be read as paths
-    (gitconfig.opaque)."""
-    top = wt["repo"]
-    tops = {top, os.path.realpath(top)}
-    found: list[tuple[str, str]] = []
+def configured(wt: dict, at: str | None = None) -> list[tuple[str, str]]:
+    """(path in the work tree, the key) of what the host runs or reads by path, for the main
+    checkout and `at` (the checkout a landing writes into, with its own config.worktree):
+    - what the config names (core.hooksPath, core.attributesFile, a filter's or driver's program,
+      an include: gitconfig.targets, over every level as your git reads it, GIT_CONFIG* of your
+      environment included, a relative include from its own file's directory, and an include git
+      did not read now, its condition off, read here); the config files themselves and the
+      default attributes file (a dotfiles repository: ~/.gitconfig -> repo/gitconfig);
+    - executables your PATH runs by name from the work tree (PATH_KEY: directly in a directory of
+      your PATH that lies in it; PATH_REL_KEY: under a relative entry, from any directory);
+    - ALL (every file counts) for a command git runs by itself whose words cannot be read as
+      paths (gitconfig.opaque)."""
     out: list[tuple[str, str]] = []
-    for origin, key, value in Git(top).origins():
+    path = [os.path.expanduser(e) if e.startswith("~") else e  # (bash expands it when it looks a command up)
+            for e in os.environ.get("PATH", "").split(os.pathsep)]
+    links = _path_links(path)
+    for top in dict.fromkeys(filter(None, (wt["repo"], at))):
+        _configured_at(wt, top, path, links, out)
+    return out
+
+
+def _path_links(path: list[str]) -> list[str]:
+    """The links in your PATH's directories (a tool installed as ~/.local/bin/x -> ~/src/repo/x):
+    what they lead to runs by name. The distribution's own bin directories are not listed."""
+    out: list[str] = []
+    for d in dict.fromkeys(e for e in path if os.path.isabs(e) and os.path.normpath(e) not in SYSTEM_BINS):
+        try:
+            with os.scandir(d) as it:
+                out += [e.path for e in it if e.is_symlink()][:MAX_PATH_LINKS]
+        except OSError:
+            continue
+    return out
+
+
+def _configured_at(wt: dict, top: str, path: list[str], links: list[str], out: list[tuple[str, str]]) -> None:
+    tops = {top, os.path.realpath(top)}
+    entries = Git(top, extra_env=user_config_env()).origins()
+    found: list[tuple[str, str]] = []
+    read = {os.path.realpath(os.path.join(top, o)) for o, _, _ in entries if o}
+    for origin, key, value in entries:
         base = os.path.dirname(os.path.join(top, origin)) if origin else wt["common"]
         found += gitconfig.targets([(key, value)], base, top)
         if gitconfig.opaque(key, value):
             out.append((ALL, key))
-    # git runs a filter's bare program name from the top of the work tree, through your PATH; so
-    # does your shell, from wherever you are: a relative or empty entry is taken from the top.
-    for entry in os.environ.get("PATH", "").split(os.pathsep):
-        found.append((PATH_KEY, os.path.normpath(os.path.join(top, entry))))
-    for key, path in found:
-        # As named, and as the host resolves it (a path through a link to the repository).
-        for where in {path, os.path.realpath(path)}:
+    found += [("git config", os.path.join(top, o)) for o in dict.fromkeys(o for o, _, _ in entries if o)]
+    if not any(k.lower() == "core.attributesfile" for _, k, _ in entries):
+        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+        found.append(("core.attributesFile", os.path.join(xdg, "git", "attributes")))
+    found += _unread_includes(found, read, top, out)
+    found += [(PATH_LINK_KEY, link) for link in links]
+    for entry in path:
+        if os.path.isabs(entry):
+            found.append((PATH_KEY, entry))
+            continue
+        # Relative: from whatever directory you are in, so under any directory of the work tree
+        # ("../bin" from one directory is "bin" from its parent).
+        parts = [p for p in os.path.normpath(entry).split("/") if p not in ("..", ".")]
+        if ("/".join(parts) or ".", PATH_REL_KEY) not in out:
+            out.append(("/".join(parts) or ".", PATH_REL_KEY))
+    for key, named in found:
+        # As named, and as the host resolves it (through a link to the repository, `..` after it).
+        for where in {os.path.normpath(named), os.path.realpath(named)}:
             for t in tops:
                 if inside(where, t) and ((rel := os.path.relpath(where, t)), key) not in out:
                     out.append((rel, key))  # (".": the top itself, ALL: every file counts)
-    return out
+
+
+def _unread_includes(found: list[tuple[str, str]], read: set[str], top: str,
+                     out: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """What an include names that your git did not read now (an includeIf whose condition is off:
+    another branch, another directory) names in turn: read here, as git would once it holds."""
+    more: list[tuple[str, str]] = []
+    todo = [p for k, p in found if gitconfig.is_include(k)]
+    while todo and len(read) < 256:
+        path = todo.pop()
+        real = os.path.realpath(path)
+        if real in read:
+            continue
+        read.add(real)
+        try:
+            with open(real, "rb") as f:
+                text = f.read(MAX_CONFIG + 1).decode("utf-8", "surrogateescape")
+        except OSError:
+            continue
+        entries, _ = gitconfig.parse(text[:MAX_CONFIG])
+        got = gitconfig.targets(entries, os.path.dirname(path), top)
+        more += got
+        todo += [p for k, p in got if gitconfig.is_include(k)]
+        out += [(ALL, key) for key, value in entries if gitconfig.opaque(key, value) and (ALL, key) not in out]
+    return more
+
+
+def _runs(f: dict, rel: str, key: str) -> bool:
+    """Does this entry of configured() cover the changed file f?"""
+    if key not in (PATH_KEY, PATH_REL_KEY):
+        return rel == ALL or inside(f["path"], rel)
+    if f.get("mode") != "100755":  # PATH runs executables only (a mode change to one counts)
+        return False
+    where = os.path.dirname(f["path"])
+    if key == PATH_KEY:
+        return where == ("" if rel == "." else rel)
+    return rel == "." or where == rel or where.endswith("/" + rel)
 
 
 def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None = None) -> list[dict]:
@@ -1121,12 +1203,10 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
             out.append({"path": f["path"], "entry": "submodule",
                         "trigger": "a submodule's commit: git submodule update checks out a whole tree nobody checked"})
             continue
-        at = next(((rel, key) for rel, key in config_paths or ()
-                   if (os.path.dirname(f["path"]) == ("" if rel == "." else rel) if key == PATH_KEY
-                       else rel == ALL or inside(f["path"], rel))), None)
+        at = next(((rel, key) for rel, key in config_paths or () if _runs(f, rel, key)), None)
         if at is not None:
             rel, hit = at
-            why = (f"your shell and git run it by name (a directory of your {hit})" if hit == PATH_KEY
+            why = (f"your shell and git run it by name (a directory of your {hit})" if hit in (PATH_KEY, PATH_REL_KEY)
                    else f"{hit} runs a command that could run any file of the work tree" if rel == ALL
                    else f"a host tool runs it ({hit})")
             out.append({"path": f["path"], "entry": hit, "trigger": why})
@@ -1138,7 +1218,7 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
             if name in (".gitattributes", ".gitmodules") and last:
                 out.append({"path": f["path"], "entry": name, "trigger": "git status, git checkout, git submodule"})
                 break
-            if e is not None and e.treatment == "guard":
+            if e is not None and (e.treatment == "guard" or e.id in LAND_ASKS):
                 out.append({"path": f["path"], "entry": e.id, "trigger": e.trigger})
                 break
     return out

@@ -337,3 +337,47 @@ def test_files_the_repository_config_reads_by_path_are_read_only(world, mode):
                   "mv .signers .s 2>/dev/null && echo M2\necho end", timeout=60)
     assert out.split() == ["end"], out
     assert (ws / "meta/attributes").read_text() == (ws / ".signers").read_text() == "orig\n"
+
+
+@pytest.mark.parametrize("present", [True, False], ids=["present", "absent"])
+@pytest.mark.parametrize("key,value,rel", [
+    ("core.hooksPath", ".githooks", ".githooks/pre-commit"),
+    ("core.attributesFile", ".gitattributes-local", ".gitattributes-local"),
+])
+def test_what_your_global_config_names_in_a_workspace_is_guarded(world, key, value, rel, present):
+    """Red team round six: ~/.gitconfig's relative core.hooksPath (a known pattern) names a path of
+    every repository's work tree. Present at start it is read-only in the jail; made by the jail,
+    the audit names it. Before, it was writable and unnamed, and your next commit ran the hook."""
+    from test_audit import audit
+
+    env = world
+    ws = env.ws
+    host_git(env, ws, "init", "-q", check=True)
+    section, name = key.split(".")
+    (env.home / ".gitconfig").write_text(f"[{section}]\n\t{name} = {value}\n")
+    if present:
+        _write(ws / rel)
+    jail = Jail(env, "isolated")
+    out = jail.sh(f"set +e\n(mkdir -p $(dirname {rel}) && printf '#!/bin/sh\\ntouch {env.outside}/ran\\n' > {rel} "
+                  f"&& chmod +x {rel}) 2>/dev/null && echo W\necho end", timeout=60)
+    if present:
+        assert out.split() == ["end"], out
+        assert (ws / rel).read_text() == "orig\n"
+    else:
+        assert out.split() == ["W", "end"], out
+        assert str(ws / rel) in {f["path"] for f in audit(env)["findings"]}
+
+
+def test_a_global_git_config_that_is_a_file_of_the_workspace_is_read_only(world):
+    """A dotfiles workspace: ~/.gitconfig -> ws/gitconfig. Your git reads it in every repository:
+    the jail must not append an fsmonitor to it."""
+    env = world
+    ws = env.ws
+    host_git(env, ws, "init", "-q", check=True)
+    _write(ws / "gitconfig", "[user]\n\tname = u\n")
+    (env.home / ".gitconfig").symlink_to(ws / "gitconfig")
+    jail = Jail(env, "isolated")
+    out = jail.sh(f"set +e\n(printf '[core]\\n\\tfsmonitor = touch {env.outside}/ran\\n' >> gitconfig) 2>/dev/null "
+                  "&& echo W\necho end", timeout=60)
+    assert out.split() == ["end"], out
+    assert (ws / "gitconfig").read_text() == "[user]\n\tname = u\n"

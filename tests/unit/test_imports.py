@@ -40,7 +40,7 @@ LAYER_LIST: list[tuple[str, tuple[str, ...], str]] = [
         # io (one owner each: OWNERS below)
         "tmuxjail.tmux", "tmuxjail.store", "tmuxjail.host", "tmuxjail.identity", "tmuxjail.paths", "tmuxjail.log",
         "tmuxjail.context", "tmuxjail.audit", "tmuxjail.stateaudit", "tmuxjail.doctor", "tmuxjail.policycache",
-        "tmuxjail.facts", "tmuxjail.enforce", "tmuxjail.ahead", "tmuxjail.gitrun", "tmuxjail.worktree",
+        "tmuxjail.facts", "tmuxjail.enforce", "tmuxjail.ahead", "tmuxjail.gitrun", "tmuxjail.gitglobal", "tmuxjail.worktree",
         "tmuxjail.conversation"),
      "side by side: the policy's pure computation and the one owner of each outside thing it reads"),
     ("resolution and rows", ("tmuxjail.plan", "tmuxjail.status", "tmuxjail.warm"),
