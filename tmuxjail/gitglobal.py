@@ -28,8 +28,9 @@ def read_regular(path: str, limit: int) -> str | None:
 
 def configs() -> list[tuple[str, str, list]]:
     """(file, its real path, entries) of your system and global git config and what they include,
-    read without running git, as your git reads them in every repository: a relative
-    core.hooksPath or core.attributesFile there names a path of each repository's work tree."""
+    read without running git, as your git reads them in every repository (and last, with no file,
+    what your environment sets: environment()): a relative core.hooksPath or core.attributesFile
+    there names a path of each repository's work tree."""
     env = os.environ
     files = []
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
@@ -53,4 +54,42 @@ def configs() -> list[tuple[str, str, list]]:
         entries, _ = gitconfig.parse(text)
         out.append((name, real, entries))
         files += [p for k, p in gitconfig.targets(entries, os.path.dirname(name), None) if gitconfig.is_include(k)]
+    if entries := environment(env):
+        out.append(("", "", entries))  # (no file: its relative paths are each repository's)
     return out
+
+
+def environment(env) -> list[tuple[str, str | None]]:
+    """The config your environment gives every git command: GIT_CONFIG_COUNT with its
+    GIT_CONFIG_KEY_n/VALUE_n, and GIT_CONFIG_PARAMETERS (what `git -c` passes to the git it runs:
+    'key'='value' words, shell-quoted)."""
+    import shlex
+
+    out: list[tuple[str, str | None]] = []
+    try:
+        count = min(int(env.get("GIT_CONFIG_COUNT") or 0), 1000)
+    except ValueError:
+        count = 0
+    for i in range(count):
+        if f"GIT_CONFIG_KEY_{i}" in env:
+            out.append((env[f"GIT_CONFIG_KEY_{i}"].lower(), env.get(f"GIT_CONFIG_VALUE_{i}", "")))
+    try:
+        words = shlex.split(env.get("GIT_CONFIG_PARAMETERS", ""))
+    except ValueError:
+        words = []
+    for word in words:
+        key, eq, value = word.partition("=")
+        out.append((key.lower(), value if eq else None))
+    return out
+
+
+def files(configs: list[tuple[str, str, list]]) -> list[str]:
+    """The config files themselves and every file they include (as named and resolved), read
+    or not yet there: git reads each of them in every repository."""
+    out: list[str] = []
+    for name, real, entries in configs:
+        out += [p for p in (name, real) if p]
+        for key, path in gitconfig.targets(entries, os.path.dirname(name), None):
+            if gitconfig.is_include(key):
+                out += [path, os.path.realpath(path)]
+    return list(dict.fromkeys(out))

@@ -363,7 +363,7 @@ def guards(workspaces) -> Guards:
             sub_hd = trust.descend(name, hd)
             if sub_hd is not None:
                 todo.append((e.path, depth + 1, sub_hd))
-    glob = gitglobal.configs() if repos else []
+    glob = gitglobal.configs()
     for gitdir, top in repos:
         named = _config_targets(gitdir, top)
         for name, _, entries in glob:
@@ -371,9 +371,9 @@ def guards(workspaces) -> Guards:
         for p in named:
             if inside_any(p, roots) and os.path.lexists(p) and not inside_any(p, git):
                 git.add(p)
-    for _, real, _ in glob:  # a dotfiles workspace: ~/.gitconfig -> ws/gitconfig
-        if inside_any(real, roots) and not inside_any(real, git):
-            git.add(real)
+    for p in gitglobal.files(glob):  # a dotfiles workspace: ~/.gitconfig -> ws/gitconfig, repository or not
+        if inside_any(p, roots) and os.path.lexists(p) and not inside_any(p, git):
+            git.add(p)
     return Guards(tuple(sorted(git)), tuple(sorted(trusted - git)), capped)
 
 

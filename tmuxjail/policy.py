@@ -178,6 +178,10 @@ def _check_worktree(worktree: tuple[str, str] | None, mode: Mode, facts: Facts) 
         raise UsageError(f"the worktree's git directory {gitdir} is not in tmuxjail's state; refusing it")
 
 
+# A jail's own /proc, /sys, /dev and /run (MCP servers' read paths: _check_mcp).
+MCP_MOUNTED = ("/proc", "/sys", "/dev", "/run", "/var/run")
+
+
 def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[str, ...], jail_env: set[str]) -> None:
     """The broker runs a server outside the jail: nothing it runs or reads may be a file the
     agent can write (a workspace, its private home or state, a path bound back writable). A
@@ -199,8 +203,17 @@ def _check_mcp(req: Request, adapter: Adapter, facts: Facts, host_write: tuple[s
             raise UsageError(f"mcp.{server.name}: {both[0]} would enter the jail too (a capability of this session "
                              "passes it); a server's secret is for the server only",
                              hint="drop that capability, or give the server its secret in an env_file")
+        # Paths a jail mounts its own of (a read bind would put the host's in their place: the
+        # host's /proc reaches every process's root) or where sockets live (read-only binds do not
+        # stop connect()): never a server's command or read path, whichever jail it runs in.
+        named = (server.command, *server.read)
+        special = next(((p, r) for p in named for r in MCP_MOUNTED if inside(p, r) or inside(r, p)), None) or \
+            next(((p, r) for p in named for r in ("/tmp", "/var/tmp") if inside(r, p)), None)  # (a directory in it is fine)
+        if special is not None:
+            raise UsageError(f"mcp.{server.name}: {special[0]} overlaps {special[1]}, which a jail mounts its own of "
+                             "or where sockets live; refusing it", hint="name the server's own install directories")
         if server.run == "jail":  # its command and read paths are bound read-only into the agent's jail
-            wide = next((p for p in (server.command, *server.read) if inside(facts.home, p)), None)
+            wide = next((p for p in named if inside(facts.home, p)), None)
             if wide is not None:
                 raise UsageError(f"mcp.{server.name}.read: {wide} holds your home; with run = \"jail\" it would "
                                  "be shown to the agent whole", hint="name the server's own directories instead")

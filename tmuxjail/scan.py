@@ -105,7 +105,17 @@ class Scan:
                 self._dir(fd, root, 0, False, None, -1)
             finally:
                 os.close(fd)
+        # Your global git config, or a file it includes, that is a file of a workspace (repository
+        # or not): every git command of yours reads it.
+        for path in gitglobal.files(self._global_configs()):
+            if self.inside(path):
+                self._target("include.path", path, "your global git config")
         return self
+
+    def _global_configs(self) -> list:
+        if self._globals is None:
+            self._globals = gitglobal.configs()
+        return self._globals
 
     def _dir(self, dfd: int, path: str, depth: int, in_git: bool, within: trust.Entry | None, hd: int) -> None:
         """within: the catalogue directory entry this directory lies in (all its files count);
@@ -270,10 +280,8 @@ class Scan:
                 self.add("git-config", cpath, f"line {line} not understood (check it by hand)",
                          text or "", key=f"line{line}")
         if not bare:  # your global config's paths relative to a work tree (core.hooksPath = .githooks)
-            if self._globals is None:
-                self._globals = gitglobal.configs()
             top = os.path.dirname(path)
-            for name, _, entries in self._globals:
+            for name, _, entries in self._global_configs():
                 for key, target in gitconfig.targets(entries, os.path.dirname(name), top):
                     if self.inside(target) and not below(target, path):
                         self._target(key, target, name)

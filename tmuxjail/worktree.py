@@ -704,7 +704,7 @@ SYSTEM_BINS = frozenset({"/usr/bin", "/usr/sbin", "/bin", "/sbin"})
 # Catalogue entries the audit only reports in a workspace (agents legitimately edit most of
 # these) that a landing still asks about: Python runs them at its every start, without asking.
 LAND_ASKS = frozenset({"python-pth", "python-pth-dist", "sitecustomize", "usercustomize", "pyvenv-cfg"})
-MAX_PATH_LINKS = 10_000  # per directory
+MAX_PATH_LINKS = 50_000  # in all your PATH's directories (a nix profile holds a few thousand)
 ANYWHERE = "\0"  # linked(): a link that cannot be followed
 MAX_ALIASES = 100_000  # linked(): other paths of the changed files looked at, at most
 
@@ -1099,6 +1099,9 @@ def configured(wt: dict, at: str | None = None) -> list[tuple[str, str]]:
     path = [os.path.expanduser(e) if e.startswith("~") else e  # (bash expands it when it looks a command up)
             for e in os.environ.get("PATH", "").split(os.pathsep)]
     links = _path_links(path)
+    if len(links) > MAX_PATH_LINKS:  # more than are followed: what they lead to cannot be told
+        out.append((ALL, f"your PATH's directories hold more than {MAX_PATH_LINKS} links"))
+        links = []
     for top in dict.fromkeys(filter(None, (wt["repo"], at))):
         _configured_at(wt, top, path, links, out)
     return out
@@ -1111,9 +1114,11 @@ def _path_links(path: list[str]) -> list[str]:
     for d in dict.fromkeys(e for e in path if os.path.isabs(e) and os.path.normpath(e) not in SYSTEM_BINS):
         try:
             with os.scandir(d) as it:
-                out += [e.path for e in it if e.is_symlink()][:MAX_PATH_LINKS]
+                out += [e.path for e in it if e.is_symlink()]
         except OSError:
             continue
+        if len(out) > MAX_PATH_LINKS:
+            break
     return out
 
 

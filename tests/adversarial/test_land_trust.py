@@ -386,3 +386,71 @@ def test_a_file_of_a_path_dir_linked_into_the_repository(world):
     if done.returncode == 0:
         _bash(env, path, "gti", env.outside)
     assert done.returncode == 1, f"bypass: tools/gti landed; ran={(env.outside / 'ran').exists()}"
+
+
+# Red team round seven.
+def test_a_path_dir_with_more_links_than_are_followed_makes_every_file_count(world):
+    """Red team round seven: links past a cap were never looked at, so one into the repository was
+    missed. More links than tmuxjail follows in your PATH's directories: every file counts."""
+    from tmuxjail import worktree
+
+    env = world
+    _main(env)
+    lb = env.root / "profile-bin"
+    lb.mkdir()
+    for i in range(worktree.MAX_PATH_LINKS + 1):
+        (lb / f"t{i:05d}").symlink_to("/usr/bin/true")
+    jail = _start(env, "isolated")
+    assert jail.sh("echo hi > notes.md && git add notes.md && git commit -qm n && echo OK").split() == ["OK"]
+    done = _land(env, f"{lb}:{env.bin}:{BASE}")
+    assert done.returncode == 1 and "notes.md" in done.stderr and "--trust-files" in done.stderr, done.stderr
+
+
+
+def test_git_config_global_inside_the_repo(world):
+    env = world
+    repo = _main(env)
+    (repo / "gc").write_text("[user]\n\tname = u\n")
+    host_git(env, repo, "add", "gc", check=True)
+    host_git(env, repo, "commit", "-qm", "gc", check=True)
+    jail = _start(env, "isolated")
+    out = jail.sh(f"printf '[core]\\n\\tfsmonitor = touch {env.outside}/ran\\n' >> gc && git commit -qam cfg && echo OK")
+    assert out.split() == ["OK"], out
+    done = env.run("land", "j", env_extra={"GIT_CONFIG_GLOBAL": str(repo / "gc")})
+    assert done.returncode == 1 and "--trust-files" in done.stderr, done.stderr
+
+
+def test_symlink_in_path_dir(world):
+    env = world
+    repo = _main(env)
+    jail = _start(env, "isolated")
+    out = jail.sh("mkdir -p bin && ln -s /bin/sh bin/gti && git add bin && git commit -qm l && echo OK")
+    assert out.split() == ["OK"], out
+    done = _land(env, f"{repo}/bin:{env.bin}:{BASE}")
+    assert done.returncode == 1 and "--trust-files" in done.stderr, done.stderr
+
+
+def test_mode_only_change_in_a_second_landing(world):
+    env = world
+    repo = _main(env)
+    path = f"{repo}/bin:{env.bin}:{BASE}"
+    jail = _start(env, "isolated")
+    out = jail.sh(f"mkdir -p bin && printf '#!/bin/sh\\ntouch {env.outside}/ran\\n' > bin/gti && git add bin "
+                  "&& git commit -qm a && echo OK")
+    assert out.split() == ["OK"], out
+    first = _land(env, path)
+    assert first.returncode == 0, first.stderr
+    out = jail.sh("chmod +x bin/gti && git commit -qam x && echo OK")
+    assert out.split() == ["OK"], out
+    done = _land(env, path)
+    assert done.returncode == 1 and "--trust-files" in done.stderr, (done.stdout, done.stderr)
+
+
+def test_non_utf8_path_entry_no_traceback(world):
+    env = world
+    repo = _main(env)
+    jail = _start(env, "isolated")
+    _plant(env, jail, "bin/gti")
+    done = env.run("land", "j", env_extra={"PATH": f"{repo}/b\udcffin:{repo}/bin:{env.bin}:{BASE}"})
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr

@@ -405,6 +405,22 @@ def test_a_server_run_in_the_jail_is_the_agents_child_with_no_secret_and_never_t
     assert "in the agent's jail" in env.run("show", "j", "--mcp", check=True).stdout
 
 
+@pytest.mark.parametrize("run", ["jail", "host"])
+@pytest.mark.parametrize("read", ["/proc", "/sys/kernel", "/dev/shm/x", "/run/user", "/tmp", "/"])
+def test_a_read_path_a_jail_mounts_its_own_of_or_holding_sockets_is_refused(mcp_world, run, read):
+    """Red team round seven: read = ["/proc"] with run = "jail" put the host's /proc over the
+    jail's own: the agent walked /proc/PID/root into the host's filesystem and wrote there. A read
+    bind of /run or /dev/shm let it connect() to the host's sockets. Each is refused in one line,
+    for a server in its own jail too."""
+    env = mcp_world
+    (env.config_dir / "config.toml").write_text(
+        f'[mcp.x]\ncommand = "{env.server}"\nread = ["{read}"]\n' + ('run = "jail"\n' if run == "jail" else ""))
+    proc = env.run("start", "shell", "--mode", "isolated", "--mcp", "x", "--detach")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "mounts its own of or where sockets live" in proc.stderr or "holds your home" in proc.stderr, proc.stderr
+    assert env.tmux("ls", check=False) == ""
+
+
 def test_verified_mode_needs_the_server_approved_by_its_digest(mcp_world):
     env = mcp_world
     env.run("revoke", "shell", check=True)

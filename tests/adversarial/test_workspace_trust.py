@@ -381,3 +381,62 @@ def test_a_global_git_config_that_is_a_file_of_the_workspace_is_read_only(world)
                   "&& echo W\necho end", timeout=60)
     assert out.split() == ["end"], out
     assert (ws / "gitconfig").read_text() == "[user]\n\tname = u\n"
+
+
+# Red team round seven: your global git config in a workspace that is not a repository, and the
+# config your environment gives git.
+def test_global_config_in_a_workspace_without_a_repository_is_read_only(world):
+    """~/.gitconfig -> ws/gitconfig, the dotfiles workspace not (yet) a git repository: the jail
+    must not append an fsmonitor to the config every git of the user reads."""
+    env = world
+    ws = env.ws
+    _write(ws / "gitconfig", "[user]\n\tname = u\n")
+    (env.home / ".gitconfig").symlink_to(ws / "gitconfig")
+    jail = Jail(env, "isolated")
+    out = jail.sh(f"set +e\n(printf '[core]\\n\\tfsmonitor = touch {env.outside}/ran\\n' >> gitconfig) 2>/dev/null "
+                  "&& echo W\necho end", timeout=60)
+    if out.split() != ["end"]:
+        names = {f["path"] for f in audit(env)["findings"]}
+        assert str(ws / "gitconfig") in names, (out, names)
+
+
+def test_global_include_created_in_a_workspace_without_a_repository_is_named(world):
+    """~/.gitconfig includes ws/local.gitconfig (absent at start, an optional include): the jail
+    creates it; the audit must name it."""
+    env = world
+    ws = env.ws
+    ws.mkdir(parents=True, exist_ok=True)
+    (env.home / ".gitconfig").write_text(f"[include]\n\tpath = {ws}/local.gitconfig\n")
+    jail = Jail(env, "isolated")
+    out = jail.sh(f"set +e\n(printf '[core]\\n\\tfsmonitor = touch {env.outside}/ran\\n' > local.gitconfig) 2>/dev/null "
+                  "&& echo W\necho end", timeout=60)
+    if out.split() != ["end"]:
+        names = {f["path"] for f in audit(env)["findings"]}
+        assert str(ws / "local.gitconfig") in names, (out, names)
+
+
+def test_global_include_created_in_a_repository_workspace_is_named(world):
+    env = world
+    ws = env.ws
+    host_git(env, ws, "init", "-q", check=True)
+    (env.home / ".gitconfig").write_text(f"[include]\n\tpath = {ws}/local.gitconfig\n")
+    jail = Jail(env, "isolated")
+    out = jail.sh(f"set +e\n(printf '[core]\\n\\tfsmonitor = touch {env.outside}/ran\\n' > local.gitconfig) 2>/dev/null "
+                  "&& echo W\necho end", timeout=60)
+    if out.split() != ["end"]:
+        names = {f["path"] for f in audit(env)["findings"]}
+        assert str(ws / "local.gitconfig") in names, (out, names)
+
+
+def test_git_config_count_env_hookspath_is_guarded(world):
+    """GIT_CONFIG_COUNT/KEY/VALUE in the user's environment (git 2.31+): core.hooksPath=.githooks
+    names a path of every work tree, as ~/.gitconfig's would."""
+    env = world
+    ws = env.ws
+    host_git(env, ws, "init", "-q", check=True)
+    _write(ws / ".githooks/pre-commit")
+    env.vars.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": ".githooks"})
+    jail = Jail(env, "isolated")
+    out = jail.sh("set +e\n(printf '#!/bin/sh\\ntouch x\\n' > .githooks/pre-commit) 2>/dev/null && echo W\necho end",
+                  timeout=60)
+    assert out.split() == ["end"], out
