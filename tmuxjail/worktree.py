@@ -30,6 +30,7 @@ from . import gitconfig
 from .config import load as load_config
 from .effective import JAIL_GITDIR, JAIL_OBJECTS
 from .errors import TmuxjailError, UsageError
+from .gitglobal import read_regular
 from .gitrun import Git, GitError, reason, user_config_env
 from .paths import remove_tree
 from .registry import Mode
@@ -699,6 +700,7 @@ ALL = "."  # the whole work tree
 PATH_KEY = "PATH"  # a directory of your PATH: its executables run by their bare names
 PATH_REL_KEY = "PATH (relative)"  # a relative entry of your PATH: taken from wherever you are
 PATH_LINK_KEY = "a link on your PATH"
+PATH_MANY_KEY = "your PATH's links"  # more of them than are followed: every file counts
 MAX_CONFIG = 1 << 20  # an include read here (not by git): read up to this much
 SYSTEM_BINS = frozenset({"/usr/bin", "/usr/sbin", "/bin", "/sbin"})
 # Catalogue entries the audit only reports in a workspace (agents legitimately edit most of
@@ -1100,7 +1102,7 @@ def configured(wt: dict, at: str | None = None) -> list[tuple[str, str]]:
             for e in os.environ.get("PATH", "").split(os.pathsep)]
     links = _path_links(path)
     if len(links) > MAX_PATH_LINKS:  # more than are followed: what they lead to cannot be told
-        out.append((ALL, f"your PATH's directories hold more than {MAX_PATH_LINKS} links"))
+        out.append((ALL, PATH_MANY_KEY))
         links = []
     for top in dict.fromkeys(filter(None, (wt["repo"], at))):
         _configured_at(wt, top, path, links, out)
@@ -1167,12 +1169,10 @@ def _unread_includes(found: list[tuple[str, str]], read: set[str], top: str,
         if real in read:
             continue
         read.add(real)
-        try:
-            with open(real, "rb") as f:
-                text = f.read(MAX_CONFIG + 1).decode("utf-8", "surrogateescape")
-        except OSError:
+        text = read_regular(real, MAX_CONFIG)  # (never a FIFO's wait)
+        if text is None:
             continue
-        entries, _ = gitconfig.parse(text[:MAX_CONFIG])
+        entries, _ = gitconfig.parse(text)
         got = gitconfig.targets(entries, os.path.dirname(path), top)
         more += got
         todo += [p for k, p in got if gitconfig.is_include(k)]
@@ -1212,6 +1212,8 @@ def host_trusted(changed: list[dict], config_paths: list[tuple[str, str]] | None
         if at is not None:
             rel, hit = at
             why = (f"your shell and git run it by name (a directory of your {hit})" if hit in (PATH_KEY, PATH_REL_KEY)
+                   else f"your PATH's directories hold more than {MAX_PATH_LINKS} links: any file could be "
+                        "one of them" if hit == PATH_MANY_KEY
                    else f"{hit} runs a command that could run any file of the work tree" if rel == ALL
                    else f"a host tool runs it ({hit})")
             out.append({"path": f["path"], "entry": hit, "trigger": why})
