@@ -26,6 +26,11 @@ def read_regular(path: str, limit: int) -> str | None:
         os.close(fd)
 
 
+def git_home() -> str:
+    """Where your git keeps its global config, attributes and ignores: $XDG_CONFIG_HOME/git."""
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "git")
+
+
 def configs() -> list[tuple[str, str, list]]:
     """(file, its real path, entries) of your system and global git config and what they include,
     read without running git, as your git reads them in every repository (and last, with no file,
@@ -38,8 +43,7 @@ def configs() -> list[tuple[str, str, list]]:
     if env.get("GIT_CONFIG_GLOBAL"):
         files.append(env["GIT_CONFIG_GLOBAL"])
     else:
-        xdg = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-        files += [os.path.join(xdg, "git", "config"), os.path.expanduser("~/.gitconfig")]
+        files += [os.path.join(git_home(), "config"), os.path.expanduser("~/.gitconfig")]
     out: list[tuple[str, str, list]] = []
     seen: set[str] = set()
     while files and len(seen) < 64:
@@ -84,9 +88,10 @@ def environment(env) -> list[tuple[str, str | None]]:
 
 
 def files(configs: list[tuple[str, str, list]]) -> list[str]:
-    """The config files themselves and every file they include (as named and resolved), read
-    or not yet there: git reads each of them in every repository."""
-    out: list[str] = []
+    """The config files themselves, every file they include and the default attributes file
+    (as named and resolved), read or not yet there: git reads each of them in every repository."""
+    attributes = os.path.join(git_home(), "attributes")
+    out: list[str] = [attributes, os.path.realpath(attributes)]
     for name, real, entries in configs:
         out += [p for p in (name, real) if p]
         for key, path in gitconfig.targets(entries, os.path.dirname(name), None):

@@ -30,7 +30,7 @@ from . import gitconfig
 from .config import load as load_config
 from .effective import JAIL_GITDIR, JAIL_OBJECTS
 from .errors import TmuxjailError, UsageError
-from .gitglobal import read_regular
+from .gitglobal import git_home, read_regular
 from .gitrun import Git, GitError, reason, user_config_env
 from .paths import remove_tree
 from .registry import Mode
@@ -1136,8 +1136,7 @@ def _configured_at(wt: dict, top: str, path: list[str], links: list[str], out: l
             out.append((ALL, key))
     found += [("git config", os.path.join(top, o)) for o in dict.fromkeys(o for o, _, _ in entries if o)]
     if not any(k.lower() == "core.attributesfile" for _, k, _ in entries):
-        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-        found.append(("core.attributesFile", os.path.join(xdg, "git", "attributes")))
+        found.append(("core.attributesFile", os.path.join(git_home(), "attributes")))
     found += _unread_includes(found, read, top, out)
     found += [(PATH_LINK_KEY, link) for link in links]
     for entry in path:

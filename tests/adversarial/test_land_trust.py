@@ -375,7 +375,6 @@ def test_a_path_dir_with_more_links_than_are_followed_makes_every_file_count(wor
     assert done.returncode == 1 and "notes.md" in done.stderr and "--trust-files" in done.stderr, done.stderr
 
 
-
 def test_git_config_global_inside_the_repo(world):
     env = world
     repo = _main(env)

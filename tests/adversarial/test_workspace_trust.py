@@ -368,14 +368,17 @@ def test_what_your_global_config_names_in_a_workspace_is_guarded(world, key, val
         assert str(ws / rel) in {f["path"] for f in audit(env)["findings"]}
 
 
-def test_a_global_git_config_that_is_a_file_of_the_workspace_is_read_only(world):
-    """A dotfiles workspace: ~/.gitconfig -> ws/gitconfig. Your git reads it in every repository:
-    the jail must not append an fsmonitor to it."""
+@pytest.mark.parametrize("link", [".gitconfig", ".config/git/attributes"])
+def test_a_global_git_config_that_is_a_file_of_the_workspace_is_read_only(world, link):
+    """A dotfiles workspace: ~/.gitconfig (or the default attributes file, which routes files to
+    your drivers) -> ws/gitconfig. Your git reads it in every repository: the jail must not
+    append to it."""
     env = world
     ws = env.ws
     host_git(env, ws, "init", "-q", check=True)
     _write(ws / "gitconfig", "[user]\n\tname = u\n")
-    (env.home / ".gitconfig").symlink_to(ws / "gitconfig")
+    (env.home / link).parent.mkdir(parents=True, exist_ok=True)
+    (env.home / link).symlink_to(ws / "gitconfig")
     jail = Jail(env, "isolated")
     out = jail.sh(f"set +e\n(printf '[core]\\n\\tfsmonitor = touch {env.outside}/ran\\n' >> gitconfig) 2>/dev/null "
                   "&& echo W\necho end", timeout=60)

@@ -48,7 +48,6 @@ def row(host: str, port: int, address: str, decision: str, rule: str, count: int
     return (json.dumps(r, ensure_ascii=True) + "\n").encode()
 
 
-
 def replace_file(path: str, data: bytes) -> None:
     """path's content replaced by data (0600, written aside and renamed in, never through a
     link); a counters file that cannot be written is left as it was (the next save tries again)."""
@@ -62,6 +61,7 @@ def replace_file(path: str, data: bytes) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
 
 class Recorder:
     """The proxy's log and counters. Thread-safe; every write failure is counted, never raised."""
